@@ -1,0 +1,62 @@
+// Compression behind one small interface, so that Node's built-in zstd
+// (node:zlib zstdCompress, Node >= 22.15) can replace @mongodb-js/zstd later
+// without touching the pipeline. Every codec runs on the libuv threadpool:
+// the main thread keeps reading and framing while batches compress.
+//
+// Determinism matters: a retried batch must be byte-identical to its first
+// attempt. We keep the compressed bytes for retries, and after a crash we
+// re-compress the same uncompressed bytes at the same level, which zstd and
+// gzip reproduce exactly for a given library version.
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import * as zstd from '@mongodb-js/zstd';
+
+export type CodecName = 'zstd' | 'gzip' | 'none';
+
+export interface Codec {
+  readonly name: CodecName;
+  /** Value of the Content-Encoding header, or null for an uncompressed body. */
+  readonly contentEncoding: 'zstd' | 'gzip' | null;
+  compress(data: Buffer): Promise<Buffer>;
+}
+
+const gzipAsync = promisify(zlib.gzip);
+const gunzipAsync = promisify(zlib.gunzip);
+
+export function createCodec(name: CodecName, level: number): Codec {
+  switch (name) {
+    case 'zstd':
+      return { name, contentEncoding: 'zstd', compress: (data) => zstd.compress(data, level) };
+    case 'gzip':
+      return { name, contentEncoding: 'gzip', compress: (data) => gzipAsync(data, { level }) };
+    case 'none':
+      return { name, contentEncoding: null, compress: async (data) => data };
+  }
+}
+
+/** Valid levels per codec, for config validation. */
+export const CODEC_LEVELS: Record<CodecName, { min: number; max: number }> = {
+  zstd: { min: 1, max: 22 },
+  gzip: { min: 0, max: 9 },
+  none: { min: 0, max: 22 },
+};
+
+export class UnsupportedEncodingError extends Error {
+  readonly code = 'SPOOLSHIP_ERR_UNSUPPORTED_ENCODING';
+}
+
+/**
+ * Decode a request or response body by its Content-Encoding, in one call on
+ * the threadpool. `maxBytes` bounds the decoded size for gzip (zlib enforces
+ * it while inflating); zstd's one-shot API has no such bound, so its result is
+ * checked after decoding.
+ */
+export async function decodeBody(encoding: string | undefined, body: Buffer, maxBytes?: number): Promise<Buffer> {
+  const enc = (encoding ?? '').trim().toLowerCase();
+  if (enc === '' || enc === 'identity') return body;
+  if (enc === 'gzip' || enc === 'x-gzip') {
+    return gunzipAsync(body, maxBytes === undefined ? {} : { maxOutputLength: maxBytes + 1 });
+  }
+  if (enc === 'zstd') return zstd.decompress(body);
+  throw new UnsupportedEncodingError(`unsupported Content-Encoding ${JSON.stringify(encoding)}`);
+}

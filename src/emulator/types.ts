@@ -1,0 +1,94 @@
+// Seams of the emulator (SPEC section 6). The HTTP layer (server.ts) turns
+// HTTP/1.1 and HTTP/2 requests into EmuRequest values and hands them to the
+// Events API and cluster API handlers, which answer with EmuResponse values.
+
+/** Fault selectors: `p` (probability per request) or `every` (every Nth matching request), optional `datasource`. */
+export interface FaultSelector {
+  p?: number;
+  every?: number;
+  datasource?: string;
+}
+
+export type FaultKind =
+  | { kind: 'status'; status: number; retry_after?: number }
+  | { kind: 'partial'; status: 500 | 422 }
+  | { kind: 'reset' }
+  | { kind: 'reset_after_insert' }
+  | { kind: 'hang' }
+  | { kind: 'slow'; delay_ms: number }
+  | { kind: 'goaway' }
+  | { kind: 'reject_marker'; marker: string };
+
+/** One entry of `--faults` / `EmulatorOptions.faults`. */
+export type Fault = FaultKind & FaultSelector;
+
+export interface EmuRequest {
+  method: string;
+  /** Path without the query string, e.g. `/v0/events`. */
+  path: string;
+  query: URLSearchParams;
+  /** Lower-cased header names. */
+  headers: Record<string, string | undefined>;
+  body: Buffer;
+}
+
+export interface EmuResponse {
+  status: number;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON. */
+  body?: string | Buffer | object;
+}
+
+export interface EmulatorStats {
+  requests_by_status: Record<string, number>;
+  rows: Record<string, number>;
+  quarantined: Record<string, number>;
+  bytes_in: number;
+}
+
+/** One Events API request as the emulator saw it (kept when `recordRequests` is on). */
+export interface EventsRequestRecord {
+  /** Emulator clock (ms) when the request arrived. */
+  at: number;
+  name: string | null;
+  wait: string | null;
+  authorization: string | undefined;
+  contentEncoding: string | undefined;
+  /** Bytes on the wire (as received). */
+  bodyBytes: number;
+  /** Decoded size, or null when the body could not be decoded. */
+  decodedBytes: number | null;
+  /** Final answer: an HTTP status, or 'reset' / 'hang' / 'goaway'. */
+  outcome: number | 'reset' | 'hang' | 'goaway';
+  httpVersion: '1.1' | '2';
+}
+
+export interface EmulatorOptions {
+  /** "HOST:PORT"; default 127.0.0.1:7181; port 0 picks a free one. */
+  listen?: string;
+  /** Store rows under this dir; without it rows are only counted. */
+  dataDir?: string | null;
+  /** Event tokens (DATASOURCE:APPEND and CREATE). Generated when empty. */
+  tokens?: string[];
+  adminToken?: string;
+  /** A valid token of another region: answered 404. Generated when absent. */
+  foreignToken?: string;
+  org?: string;
+  /** Events API requests per second per organization (sliding 1 s window). Default 100. */
+  rps?: number;
+  /** Largest decoded body accepted, in bytes. Default 10,000,000. */
+  maxBody?: number;
+  /** How long a cluster modification keeps operation_in_progress. Default 5000. */
+  replicaDelayMs?: number;
+  /** HTTP/2 and HTTP/1.1 over TLS with a self-signed certificate. */
+  tls?: boolean;
+  faults?: Fault[];
+  /** Open connections allowed at once (the platform: 250 per IP); beyond it HTTP/2 gets GOAWAY 0x07, HTTP/1.1 a 429. */
+  maxConnections?: number;
+  /** Keep an EventsRequestRecord per Events API request (tests). */
+  recordRequests?: boolean;
+  /** Injected clock (ms since epoch) for the rate limit, dedup window and replica delays. */
+  now?: () => number;
+  /** Injected randomness for `p` faults (returns [0, 1)). */
+  random?: () => number;
+}

@@ -1,0 +1,124 @@
+// Every error that reaches a user is one of these classes, with a stable
+// `code`. Callers branch on `code` (or `instanceof`), never on the message.
+//
+// | code                              | exit | meaning                                              |
+// |-----------------------------------|------|------------------------------------------------------|
+// | SPOOLSHIP_ERR_USAGE               | 2    | bad command line: unknown command/flag, missing arg  |
+// | SPOOLSHIP_ERR_CONFIG              | 2    | config invalid; `problems` lists `path: value: why`  |
+// | SPOOLSHIP_ERR_STATE_LOCKED        | 2    | another process holds the state_dir lock             |
+// | SPOOLSHIP_ERR_TOKEN_REJECTED      | 1    | 401/403: the API token is not valid                  |
+// | SPOOLSHIP_ERR_WORKSPACE_NOT_FOUND | 1    | 404: the token's region does not match the host      |
+// | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
+// | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
+// | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export class SpoolshipError extends Error {
+  readonly code: string;
+  readonly exitCode: number;
+  constructor(code: string, message: string, exitCode: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.exitCode = exitCode;
+  }
+}
+
+export class UsageError extends SpoolshipError {
+  constructor(message: string) {
+    super('SPOOLSHIP_ERR_USAGE', message, EXIT_USAGE);
+  }
+}
+
+/** One config problem, printed as `path: value: why`. */
+export interface ConfigProblem {
+  path: string;
+  value: unknown;
+  why: string;
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  let shown: string;
+  if (p.value === undefined) shown = '(missing)';
+  else if (typeof p.value === 'string') shown = JSON.stringify(p.value);
+  else {
+    try {
+      shown = JSON.stringify(p.value) ?? String(p.value);
+    } catch {
+      shown = String(p.value);
+    }
+  }
+  return `${p.path}: ${shown}: ${p.why}`;
+}
+
+export class ConfigError extends SpoolshipError {
+  readonly problems: readonly ConfigProblem[];
+  constructor(problems: readonly ConfigProblem[], source?: string) {
+    const head = `invalid configuration${source ? ` in ${source}` : ''} (${problems.length} problem${problems.length === 1 ? '' : 's'}):`;
+    super('SPOOLSHIP_ERR_CONFIG', [head, ...problems.map((p) => `  ${formatProblem(p)}`)].join('\n'), EXIT_USAGE);
+    this.problems = problems;
+  }
+}
+
+export class StateLockedError extends SpoolshipError {
+  readonly holderPid: number | null;
+  constructor(stateDir: string, holderPid: number | null) {
+    super(
+      'SPOOLSHIP_ERR_STATE_LOCKED',
+      `state_dir ${stateDir} is in use by process ${holderPid ?? '(unknown pid)'}; stop it first, or give this agent its own state_dir`,
+      EXIT_USAGE,
+    );
+    this.holderPid = holderPid;
+  }
+}
+
+export class TokenRejectedError extends SpoolshipError {
+  readonly status: number;
+  constructor(status: number, body: string) {
+    super(
+      'SPOOLSHIP_ERR_TOKEN_REJECTED',
+      `the API rejected the token (HTTP ${status}${body ? `: ${truncate(body)}` : ''}); check api.token / api.token_file (it needs DATASOURCE:APPEND or CREATE scope)`,
+      EXIT_FAILURE,
+    );
+    this.status = status;
+  }
+}
+
+export class WorkspaceNotFoundError extends SpoolshipError {
+  constructor(body: string) {
+    super(
+      'SPOOLSHIP_ERR_WORKSPACE_NOT_FOUND',
+      `the API answered 404: the token's Workspace is not on this host${body ? ` (${truncate(body)})` : ''}; set api.base_url to the host of the token's region`,
+      EXIT_FAILURE,
+    );
+  }
+}
+
+export class ApiError extends SpoolshipError {
+  readonly status: number;
+  readonly body: string;
+  constructor(status: number, body: string, hint: string) {
+    super('SPOOLSHIP_ERR_API', `the API answered HTTP ${status}${body ? `: ${truncate(body)}` : ''}; ${hint}`, EXIT_FAILURE);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export class PreconditionError extends SpoolshipError {
+  constructor(message: string) {
+    super('SPOOLSHIP_ERR_PRECONDITION', message, EXIT_FAILURE);
+  }
+}
+
+export class FatalIoError extends SpoolshipError {
+  constructor(message: string, cause: unknown) {
+    super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });
+  }
+}
+
+function truncate(s: string, max = 300): string {
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
