@@ -1,0 +1,79 @@
+// Admin endpoints on admin.listen: /metrics (Prometheus), /healthz (200 while
+// the process runs), /readyz (200, or 503 with the reasons), /status (JSON of
+// `spoolship status --json`).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+}
+
+export interface AdminSources {
+  registry: Registry;
+  readiness(): Readiness;
+  status(): unknown;
+}
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const i = listen.lastIndexOf(':');
+  return { host: listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(listen.slice(i + 1)) };
+}
+
+export class AdminServer {
+  private server: http.Server | null = null;
+
+  constructor(private readonly src: AdminSources) {}
+
+  async start(listen: string): Promise<string> {
+    const { host, port } = parseListen(listen);
+    const server = http.createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        res.statusCode = 500;
+        res.end(String(err));
+      });
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    const addr = server.address() as AddressInfo;
+    return `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://admin');
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    switch (url.pathname) {
+      case '/metrics': {
+        const text = await this.src.registry.metrics();
+        res.writeHead(200, { 'content-type': this.src.registry.contentType });
+        res.end(text);
+        return;
+      }
+      case '/healthz':
+        return json(200, { ok: true });
+      case '/readyz': {
+        const r = this.src.readiness();
+        return json(r.ready ? 200 : 503, r);
+      }
+      case '/status':
+        return json(200, this.src.status());
+      default:
+        return json(404, { error: `no such endpoint ${url.pathname}; try /metrics, /healthz, /readyz or /status` });
+    }
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+}

@@ -1,0 +1,392 @@
+// The daemon: wires discovery -> tailer -> batcher -> pipeline (intent +
+// compression) -> sender -> acker, plus the admin server.
+//
+// Stop sequence (DESIGN invariant 6, SIGTERM/SIGINT): stop discovery and
+// reading, close open batches, wait for in-flight answers up to
+// shutdown_timeout_ms, then stop the sender (waiting batches keep their
+// journal intents and are re-formed at the next start), write the
+// checkpoint, release the lock.
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Batcher } from '../batcher/batcher.js';
+import { createCodec } from '../codec/index.js';
+import type { Config } from '../config/types.js';
+import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
+import type { Logger } from '../log.js';
+import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import { AdminServer, type Readiness } from '../admin/server.js';
+import { EventsClient } from '../sender/http-client.js';
+import { createLocalLimiter, type RateLimiter } from '../sender/limiter.js';
+import { Sender } from '../sender/sender.js';
+import { Router } from '../spool/routes.js';
+import { Spooler } from '../spool/spooler.js';
+import { acquireLock, type StateLock } from '../state/lock.js';
+import { StateStore } from '../state/store.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import { Pipeline, type StateFault } from './pipeline.js';
+import { locateLines, reformBatch } from './reform.js';
+import { TokenSource } from './token.js';
+
+/** Compact the journal into the checkpoint this often. */
+const CHECKPOINT_EVERY_MS = 5000;
+const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
+/** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
+const STALL_LINGER_PERIODS = 10;
+
+export interface AgentDeps {
+  log: Logger;
+  clock?: Clock;
+  random?: () => number;
+  /** Periodic rescan of the spool (the backstop for missed watch events). */
+  rescanMs?: number;
+  /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
+  watch?: boolean;
+  onFatal?: (err: unknown) => void;
+}
+
+interface EmbeddedEmulator {
+  url: string;
+  token: string;
+  close(): Promise<void>;
+}
+
+export class Agent {
+  readonly metrics: Metrics;
+  adminUrl: string | null = null;
+  apiUrl = '';
+  private lock!: StateLock;
+  private store!: StateStore;
+  private deadLetters!: DeadLetterStore;
+  private sender!: Sender;
+  private limiter!: RateLimiter;
+  private client!: EventsClient;
+  private batcher!: Batcher;
+  private spooler!: Spooler;
+  private pipeline!: Pipeline;
+  private admin: AdminServer | null = null;
+  private token!: TokenSource;
+  private embedded: EmbeddedEmulator | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private checkpointing: Promise<void> | null = null;
+  private lastCheckpointAt = 0;
+  private closing: Promise<void> | null = null;
+  private readonly clock: Clock;
+  private readonly lastError = new Map<string, string>();
+
+  private constructor(
+    private config: Readonly<Config>,
+    private readonly deps: AgentDeps,
+  ) {
+    this.clock = deps.clock ?? systemClock;
+    this.metrics = createMetrics();
+  }
+
+  static async start(config: Readonly<Config>, deps: AgentDeps): Promise<Agent> {
+    const agent = new Agent(config, deps);
+    await agent.init();
+    return agent;
+  }
+
+  private async init(): Promise<void> {
+    const { config: c, deps, clock, metrics } = this;
+    const log = deps.log;
+    this.lock = await acquireLock(c.state_dir);
+    try {
+      this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.fatal(err) });
+      const rec = this.store.recovery;
+      if (rec.usedPrevCheckpoint) log.warn({ state_dir: c.state_dir }, 'checkpoint unreadable; recovered from checkpoint.json.prev');
+      if (rec.tornJournal) log.warn('journal had a torn tail (crash during a write); cut it off');
+      this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
+        metrics.deadLetterDropped.inc();
+        log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
+      });
+      await this.deadLetters.open();
+
+      let baseUrl = c.api.base_url;
+      if (baseUrl === 'embedded') {
+        this.embedded = await startEmbedded(c.state_dir);
+        baseUrl = this.embedded.url;
+        this.token = await TokenSource.create(this.embedded.token, null);
+        log.info({ url: baseUrl }, 'embedded emulator started');
+      } else {
+        this.token = await TokenSource.create(c.api.token, c.api.token_file);
+      }
+      this.apiUrl = baseUrl;
+      this.token.watch(() => {
+        log.info('token file changed; retrying parked requests');
+        this.sender.wake();
+      });
+      this.client = new EventsClient({
+        baseUrl,
+        token: () => this.token.get(),
+        wait: c.api.wait,
+        http2: c.api.http2,
+        caFile: c.api.ca_file,
+        timeoutMs: c.api.timeout_ms,
+        maxConnections: c.limits.max_connections,
+      });
+      this.limiter = createLocalLimiter(c.limits.requests_per_second);
+      this.sender = this.createSender();
+      this.pipeline = new Pipeline({
+        store: this.store,
+        codec: createCodec(c.compression.codec, c.compression.level),
+        sender: this.sender,
+        deadLetters: this.deadLetters,
+        metrics,
+        log,
+        clock,
+        maxInFlight: c.limits.max_in_flight,
+        onStateFault: (f) => this.onStateFault(f),
+        onFatal: (err) => this.fatal(err),
+      });
+      this.batcher = new Batcher({
+        store: this.store,
+        now: () => clock.now(),
+        maxBytes: c.batch.max_bytes,
+        maxLineBytes: c.spool.max_line_bytes,
+        maxOpenBytes: c.batch.max_open_bytes,
+        validateJson: c.validate === 'json',
+        capFor: (ds) => this.sender.capFor(ds),
+        onClose: (b) => this.pipeline.submit(b),
+        onDeadLetter: (input, key, entry) => this.pipeline.deadLetter(input, key, entry),
+        onLinesRead: (ds, lines, bytes) => {
+          metrics.linesRead.inc({ datasource: ds }, lines);
+          metrics.bytesRead.inc({ datasource: ds }, bytes);
+        },
+      });
+      this.spooler = new Spooler({
+        router: new Router(c.spool.dir, c.spool.sources),
+        store: this.store,
+        batcher: this.batcher,
+        clock,
+        startAt: c.spool.start_at,
+        onComplete: c.spool.on_complete,
+        idleMs: c.spool.idle_ms,
+        maxLineBytes: c.spool.max_line_bytes,
+        rescanMs: deps.rescanMs ?? 1000,
+        waitForRoom: () => this.pipeline.waitForRoom(),
+        watch: deps.watch ?? true,
+        events: {
+          onDiscovered: (ds, file) => log.info({ datasource: ds, file }, 'file discovered'),
+          onTruncated: (ds, file) => {
+            metrics.truncations.inc();
+            log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
+          },
+          onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
+        },
+      });
+      await this.replayRecovered();
+      if (c.admin.listen !== '') {
+        this.admin = new AdminServer({ registry: metrics.registry, readiness: () => this.readiness(), status: () => this.status() });
+        this.adminUrl = await this.admin.start(c.admin.listen);
+      }
+      this.spooler.start();
+      this.timer = setInterval(() => this.tick(), Math.max(10, Math.min(100, c.batch.linger_ms / 4)));
+      log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
+    } catch (err) {
+      await this.releaseAfterFailedStart();
+      throw err;
+    }
+  }
+
+  private createSender(): Sender {
+    const { config: c, metrics, deps } = this;
+    const log = deps.log;
+    return new Sender({
+      client: this.client,
+      codec: createCodec(c.compression.codec, c.compression.level),
+      limiter: this.limiter,
+      clock: this.clock,
+      random: deps.random ?? Math.random,
+      backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
+      http2: c.api.http2,
+      maxInFlight: c.limits.max_in_flight,
+      maxBytes: c.batch.max_bytes,
+      hooks: {
+        onRequest: (ds, status, seconds, wireBytes) => {
+          metrics.requests.inc({ datasource: ds, status: String(status) });
+          metrics.requestDuration.observe(seconds);
+          metrics.bytesSent.inc({ datasource: ds }, wireBytes);
+          if (status === 'error' || (typeof status === 'number' && status >= 400)) this.lastError.set(ds, `HTTP ${status}`);
+        },
+        onRetry: (reason) => metrics.retries.inc({ reason }),
+        onAck: (ds, lines) => metrics.linesAcked.inc({ datasource: ds }, lines),
+        onParkChange: (scope, reason, previous) => {
+          if (previous) metrics.parked.set({ reason: previous }, 0);
+          if (reason) metrics.parked.set({ reason }, 1);
+          const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
+          if (reason) log.error({ ...where, reason }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
+          else log.info({ ...where, previous }, 'unparked: sending again');
+        },
+        deadLetterLines: (root, part, raw, reason, status) => this.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status),
+      },
+    });
+  }
+
+  private async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error', status: number): Promise<void> {
+    const ranges = this.store.intentRanges(batchId);
+    const lines: Buffer[] = [];
+    let pos = 0;
+    while (pos < raw.length) {
+      const nl = raw.indexOf(10, pos);
+      const end = nl === -1 ? raw.length : nl;
+      lines.push(raw.subarray(pos, end));
+      pos = end + 1;
+    }
+    const where = ranges ? await locateLines(ranges, (k) => this.pathOf(k), lineStart, lines.length) : [];
+    await Promise.all(
+      lines.map(async (line, i) => {
+        const loc = where[i] ?? null;
+        const r = await this.deadLetters.add({ datasource: ds, reason, file: loc?.file ?? null, offset: loc?.offset ?? null, bytes: line.length, status, line });
+        if (r === 'stored') this.metrics.linesDeadLettered.inc({ datasource: ds, reason });
+      }),
+    );
+    this.deps.log.warn({ datasource: ds, reason, status, lines: lines.length }, 'lines moved to the dead-letter store');
+  }
+
+  private pathOf(key: string): string | undefined {
+    return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.tailers.get(key)?.path;
+  }
+
+  /** Batches in flight at the last stop: re-formed from their ranges, sent before new data. */
+  private async replayRecovered(): Promise<void> {
+    const intents = this.store.recovery.intents;
+    if (intents.length === 0) return;
+    this.deps.log.info({ batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
+    for (const intent of intents) {
+      const r = await reformBatch(intent.ranges, (k) => this.pathOf(k));
+      if (r.missing.length > 0) {
+        this.deps.log.error({ datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
+      }
+      await this.pipeline.waitForRoom();
+      this.pipeline.submitRecovered({ id: intent.id, ds: intent.ds, body: r.body, lines: r.lines, firstAt: this.clock.now() });
+    }
+  }
+
+  private tick(): void {
+    this.batcher.closeExpired(this.config.batch.linger_ms);
+    const now = this.clock.now();
+    if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {
+      this.lastCheckpointAt = now;
+      this.checkpointing = this.store
+        .checkpoint()
+        .catch((err) => this.deps.log.warn({ err: String(err) }, 'checkpoint failed; will retry'))
+        .finally(() => (this.checkpointing = null));
+    }
+    const behind = new Map<string, number>();
+    for (const t of this.spooler.tailers.values()) {
+      behind.set(t.ds, (behind.get(t.ds) ?? 0) + Math.max(0, t.lastSize - (this.store.progress.files.get(t.key)?.committed ?? t.readOffset)));
+    }
+    for (const [ds, n] of behind) this.metrics.behindBytes.set({ datasource: ds }, n);
+  }
+
+  readiness(): Readiness {
+    const reasons: string[] = [];
+    if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
+    for (const ds of this.sender.parkedDataSources()) reasons.push(`bad_request:${ds}`);
+    if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
+    const backlog = this.pipeline.batchesActive > 0;
+    if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  status(): unknown {
+    const files = [...this.spooler.tailers.values()].map((t) => {
+      const committed = this.store.progress.files.get(t.key)?.committed ?? t.readOffset;
+      return { datasource: t.ds, path: t.path, size: t.lastSize, read: t.readOffset, committed, behind: Math.max(0, t.lastSize - committed) };
+    });
+    return {
+      pid: process.pid,
+      api: redactUrl(this.apiUrl),
+      ready: this.readiness(),
+      in_flight: this.sender.requestsInFlight,
+      batches_active: this.pipeline.batchesActive,
+      parked: { budget: this.sender.budgetPark.reason, datasources: this.sender.parkedDataSources() },
+      last_error: Object.fromEntries(this.lastError),
+      files,
+    };
+  }
+
+  /** SIGHUP: re-read the token file and retry parked work now. */
+  async reloadToken(): Promise<void> {
+    await this.token.reload();
+    this.sender.wake();
+  }
+
+  /** Flush every open batch now (tests, `send`). */
+  flushOpenBatches(): void {
+    this.batcher.closeAll();
+  }
+
+  private onStateFault(f: StateFault): void {
+    if (f) this.deps.log.error({ fault: f, state_dir: this.config.state_dir }, 'state_dir not writable: not advancing; will resume by itself');
+    else this.deps.log.info('state_dir writable again: resuming');
+    this.metrics.parked.set({ reason: 'disk_full' }, f === 'disk_full' ? 1 : 0);
+    this.metrics.parked.set({ reason: 'state_dir_unwritable' }, f === 'state_dir_unwritable' ? 1 : 0);
+  }
+
+  private fatal(err: unknown): void {
+    this.deps.log.fatal({ err: err instanceof Error ? err.stack : String(err) }, 'fatal error');
+    (this.deps.onFatal ?? ((e) => { throw e; }))(err);
+  }
+
+  /** Graceful stop; idempotent. Returns when state is on disk. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    const log = this.deps.log;
+    const timeoutMs = this.config.shutdown_timeout_ms;
+    log.info({ timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
+    await this.spooler.stop();
+    this.batcher.closeAll();
+    if (this.timer) clearInterval(this.timer);
+    const drained = await this.pipeline.drain(timeoutMs);
+    this.sender.stop();
+    this.pipeline.stop();
+    if (!drained) {
+      log.warn('shutdown timeout: unanswered requests are abandoned; their batches are resent at the next start');
+      await this.client.destroy();
+      await this.pipeline.drain(1000);
+    } else {
+      await this.client.close();
+    }
+    await this.deadLetters.flush();
+    await this.checkpointing;
+    await this.store.flush();
+    await this.store.checkpoint();
+    await this.store.close();
+    await this.limiter.close();
+    this.token.close();
+    await this.admin?.close();
+    await this.embedded?.close();
+    await this.lock.release();
+    log.info('stopped');
+  }
+
+  private async releaseAfterFailedStart(): Promise<void> {
+    await this.admin?.close().catch(() => undefined);
+    await this.embedded?.close().catch(() => undefined);
+    await this.store?.close().catch(() => undefined);
+    await this.lock?.release().catch(() => undefined);
+  }
+}
+
+async function startEmbedded(stateDir: string): Promise<EmbeddedEmulator> {
+  const { startEmulator } = await import('../emulator/index.js');
+  const token = `embedded-${randomUUID()}`;
+  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(stateDir, 'embedded-emulator'), tokens: [token] });
+  return { url: emu.url, token, close: () => emu.close() };
+}
+
+function redactUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return u;
+  }
+}

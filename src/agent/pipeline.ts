@@ -1,0 +1,162 @@
+// From a closed batch to a done batch: record the intent durably and
+// compress (in parallel: compression runs on the threadpool), deliver, then
+// complete it in the journal so the committed offsets move.
+//
+// Bounded: at most `maxInFlight + PIPELINE_SLACK` batches are between close
+// and done; `waitForRoom` makes the reader wait beyond that (backpressure).
+import type { ClosedBatch } from '../batcher/batcher.js';
+import type { Codec } from '../codec/index.js';
+import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { RangeEntry } from '../state/progress.js';
+import type { StateStore } from '../state/store.js';
+import type { Sender } from '../sender/sender.js';
+import type { Clock } from '../util/clock.js';
+import { isErrno } from '../util/fsx.js';
+
+/** Batches allowed to compress ahead of the requests in flight. */
+export const PIPELINE_SLACK = 2;
+const STATE_RETRY_MS = 1000;
+
+export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
+
+export class Pipeline {
+  private readonly tasks = new Set<Promise<void>>();
+  private active = 0;
+  private roomWaiters: Array<() => void> = [];
+  stateFault: StateFault = null;
+  lastAckAt: number;
+  private stopping = false;
+
+  constructor(
+    private readonly o: {
+      store: StateStore;
+      codec: Codec;
+      sender: Sender;
+      deadLetters: DeadLetterStore;
+      metrics: Metrics;
+      log: Logger;
+      clock: Clock;
+      maxInFlight: number;
+      onStateFault: (fault: StateFault) => void;
+      onFatal: (err: unknown) => void;
+    },
+  ) {
+    this.lastAckAt = o.clock.now();
+  }
+
+  get batchesActive(): number {
+    return this.active;
+  }
+
+  submit(batch: ClosedBatch): void {
+    this.track(this.process(batch));
+  }
+
+  /** A re-formed batch from the journal (already has an intent). */
+  submitRecovered(batch: ClosedBatch): void {
+    this.track(this.process(batch, true));
+  }
+
+  deadLetter(input: DeadLetterInput, key: string, entry: RangeEntry): void {
+    this.track(
+      (async () => {
+        const r = await this.o.deadLetters.add(input);
+        if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
+        await this.withStateRetry(async () => this.o.store.completeDeadLetterRange(key, entry));
+      })(),
+      false,
+    );
+  }
+
+  async waitForRoom(): Promise<void> {
+    while (this.active >= this.o.maxInFlight + PIPELINE_SLACK && !this.stopping) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  /** Wait for every task, up to `ms`; true when all finished. */
+  async drain(ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (this.tasks.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), left)));
+      const r = await Promise.race([Promise.allSettled([...this.tasks]).then(() => 'ok' as const), timeout]);
+      clearTimeout(timer);
+      if (r === 'timeout') return false;
+    }
+    return true;
+  }
+
+  stop(): void {
+    this.stopping = true;
+    for (const w of this.roomWaiters.splice(0)) w();
+  }
+
+  private track(p: Promise<void>, counts = true): void {
+    if (counts) this.active++;
+    const task = p
+      .catch((err) => this.o.onFatal(err))
+      .finally(() => {
+        this.tasks.delete(task);
+        if (counts) {
+          this.active--;
+          const w = this.roomWaiters.shift();
+          w?.();
+        }
+      });
+    this.tasks.add(task);
+  }
+
+  private async process(batch: ClosedBatch, recovered = false): Promise<void> {
+    const { store, codec, sender, metrics } = this.o;
+    if (batch.lines === 0) {
+      // Only empty lines: nothing to send, but their bytes are done.
+      await this.withStateRetry(async () => void store.completeBatch(batch.id));
+      return;
+    }
+    const [body] = await Promise.all([
+      codec.compress(batch.body),
+      recovered ? Promise.resolve() : this.withStateRetry(() => store.recordIntent(batch.id, batch.ds)),
+    ]);
+    metrics.batchBytes.observe(batch.body.length);
+    const rawLen = batch.body.length;
+    // From here on the batch is its compressed bytes: the uncompressed buffer
+    // is released, which keeps RSS flat with many batches in flight.
+    const result = await sender.deliver({ id: batch.id, ds: batch.ds, body, rawLen, lines: batch.lines });
+    if (result !== 'done') return;
+    await this.withStateRetry(async () => void store.completeBatch(batch.id));
+    this.lastAckAt = this.o.clock.now();
+    metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
+  }
+
+  /**
+   * Run a state write; on ENOSPC / read-only state_dir report the fault and
+   * try again every second until space returns. Any other error is fatal.
+   */
+  private async withStateRetry<T>(fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        const r = await fn();
+        if (this.stateFault) {
+          this.stateFault = null;
+          this.o.onStateFault(null);
+        }
+        return r;
+      } catch (err) {
+        let fault: StateFault = null;
+        if (isErrno(err, 'ENOSPC', 'EDQUOT')) fault = 'disk_full';
+        else if (isErrno(err, 'EROFS', 'EACCES', 'EPERM')) fault = 'state_dir_unwritable';
+        if (!fault) throw err;
+        if (this.stateFault !== fault) {
+          this.stateFault = fault;
+          this.o.onStateFault(fault);
+        }
+        await this.o.clock.sleep(STATE_RETRY_MS);
+      }
+    }
+  }
+}

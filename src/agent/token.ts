@@ -1,0 +1,72 @@
+// The API token: from api.token, or from api.token_file, which is re-read on
+// SIGHUP and whenever its modification time or size changes (polled, because
+// a Kubernetes Secret update swaps a symlink and inotify misses it).
+import { promises as fsp } from 'node:fs';
+import { ConfigError } from '../errors.js';
+
+export const TOKEN_POLL_MS = 2000;
+
+export class TokenSource {
+  private value: string;
+  private stamp = '';
+  private timer: NodeJS.Timeout | null = null;
+
+  private constructor(
+    private readonly file: string | null,
+    initial: string,
+  ) {
+    this.value = initial;
+  }
+
+  static async create(token: string | null, file: string | null): Promise<TokenSource> {
+    if (file) {
+      const src = new TokenSource(file, '');
+      await src.reload();
+      return src;
+    }
+    if (!token) {
+      throw new ConfigError([
+        { path: 'api.token', value: null, why: 'no API token: set api.token (or SPOOLSHIP_TOKEN), or api.token_file' },
+      ]);
+    }
+    return new TokenSource(null, token);
+  }
+
+  get(): string {
+    return this.value;
+  }
+
+  /** Re-read the token file; true when the token changed. */
+  async reload(): Promise<boolean> {
+    if (!this.file) return false;
+    let text: string;
+    let stamp: string;
+    try {
+      const st = await fsp.stat(this.file);
+      stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+      if (stamp === this.stamp) return false;
+      text = (await fsp.readFile(this.file, 'utf8')).trim();
+    } catch (err) {
+      if (this.value === '') {
+        throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'}); create it or fix the path` }]);
+      }
+      return false;
+    }
+    this.stamp = stamp;
+    if (text === this.value) return false;
+    this.value = text;
+    return true;
+  }
+
+  watch(onChange: () => void): void {
+    if (!this.file) return;
+    this.timer = setInterval(() => {
+      this.reload().then((changed) => changed && onChange(), () => undefined);
+    }, TOKEN_POLL_MS);
+    this.timer.unref();
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,233 @@
+// One open batch per Data Source. Whole lines only: a batch body is lines
+// each ending in "\n", at most `maxBytes` (or the learned 413 limit)
+// uncompressed. "\r\n" becomes "\n"; empty lines are skipped (their bytes are
+// still claimed by the batch so the committed offset passes them).
+//
+// Hot path: the tailer hands over chunks that end on a newline; runs of
+// ordinary lines are copied with one Buffer.copy, and no per-line object or
+// string is made unless `validate: json` asks for a parse.
+//
+// Every byte handed over is claimed in Progress, by a batch or by a dead
+// letter, in file order (the invariant Progress relies on).
+import { isUtf8 } from 'node:buffer';
+import type { StateStore } from '../state/store.js';
+import { DEAD_LETTER_OWNER, type RangeEntry } from '../state/progress.js';
+import type { DeadLetterInput } from '../deadletter/store.js';
+
+export interface TrackedFileRef {
+  key: string;
+  ds: string;
+  path: string;
+}
+
+export interface ClosedBatch {
+  id: number;
+  ds: string;
+  body: Buffer;
+  lines: number;
+  /** Clock time when the first line was read (ack latency). */
+  firstAt: number;
+}
+
+export interface BatcherDeps {
+  store: StateStore;
+  now: () => number;
+  maxBytes: number;
+  maxLineBytes: number;
+  maxOpenBytes: number;
+  validateJson: boolean;
+  /** Current size cap per Data Source (max_bytes, or lower after a 413). */
+  capFor: (ds: string) => number;
+  onClose: (batch: ClosedBatch) => void;
+  onDeadLetter: (input: DeadLetterInput, key: string, entry: RangeEntry) => void;
+  /** Lines read, per Data Source (metrics). */
+  onLinesRead?: (ds: string, lines: number, bytes: number) => void;
+}
+
+interface OpenBatch {
+  id: number;
+  ds: string;
+  buf: Buffer;
+  len: number;
+  lines: number;
+  openedAt: number;
+  firstAt: number;
+}
+
+const INITIAL_BATCH_BYTES = 256 * 1024;
+
+export class Batcher {
+  private readonly open = new Map<string, OpenBatch>();
+  private openBytesTotal = 0;
+
+  constructor(private readonly deps: BatcherDeps) {}
+
+  get openBytes(): number {
+    return this.openBytesTotal;
+  }
+
+  /** Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at file offset `offset`. */
+  append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number): void {
+    const { deps } = this;
+    const cap = deps.capFor(file.ds);
+    let b = this.batchFor(file.ds);
+    let runStart = from;
+    let runLines = 0;
+    let linesRead = 0;
+    const flushRun = (end: number) => {
+      if (end > runStart) {
+        this.copyInto(b, buf, runStart, end, runLines);
+        deps.store.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id);
+      }
+      runStart = end;
+      runLines = 0;
+    };
+    let pos = from;
+    while (pos < to) {
+      const nl = buf.indexOf(10, pos);
+      const next = nl + 1;
+      const hasCr = nl > pos && buf[nl - 1] === 13;
+      const contentEnd = hasCr ? nl - 1 : nl;
+      const contentLen = contentEnd - pos;
+      const lineStart = offset + (pos - from);
+      const lineEnd = offset + (next - from);
+      if (contentLen === 0) {
+        // Empty line: nothing to send, but its bytes belong to this batch.
+        flushRun(pos);
+        deps.store.progress.claim(file.key, lineStart, lineEnd, b.id);
+        runStart = next;
+      } else if (contentLen > deps.maxLineBytes || contentLen + 1 > deps.maxBytes) {
+        flushRun(pos);
+        this.deadLetter(file, buf.subarray(pos, contentEnd), contentLen, lineStart, lineEnd, 'line_too_long');
+        runStart = next;
+        linesRead++;
+      } else if (deps.validateJson && !isJsonObject(buf, pos, contentEnd)) {
+        flushRun(pos);
+        this.deadLetter(file, buf.subarray(pos, contentEnd), contentLen, lineStart, lineEnd, 'invalid_json');
+        runStart = next;
+        linesRead++;
+      } else {
+        linesRead++;
+        if (b.len + (pos - runStart) + contentLen + 1 > cap && b.len + (pos - runStart) > 0) {
+          flushRun(pos);
+          this.close(b);
+          b = this.batchFor(file.ds);
+        }
+        if (hasCr) {
+          flushRun(pos);
+          this.copyInto(b, buf, pos, contentEnd, 1);
+          this.appendNewline(b);
+          deps.store.progress.claim(file.key, lineStart, lineEnd, b.id);
+          runStart = next;
+        } else {
+          runLines++;
+        }
+      }
+      pos = next;
+    }
+    flushRun(to);
+    deps.onLinesRead?.(file.ds, linesRead, to - from);
+    if (b.len >= cap) this.close(b);
+    this.enforceOpenBytes();
+  }
+
+  /** A line the tailer found too long while still reading it (kept truncated to max_line_bytes). */
+  tooLong(file: TrackedFileRef, head: Buffer, totalLen: number, start: number, end: number): void {
+    this.deadLetter(file, head, totalLen, start, end, 'line_too_long');
+    this.deps.onLinesRead?.(file.ds, 1, end - start);
+  }
+
+  /** Close batches open for longer than `lingerMs`. */
+  closeExpired(lingerMs: number): void {
+    const now = this.deps.now();
+    for (const b of [...this.open.values()]) if (now - b.openedAt >= lingerMs && b.len > 0) this.close(b);
+  }
+
+  /** Close every open batch (shutdown, `send` at end of input). */
+  closeAll(): void {
+    for (const b of [...this.open.values()]) this.close(b);
+  }
+
+  hasOpenData(): boolean {
+    for (const b of this.open.values()) if (b.len > 0) return true;
+    return false;
+  }
+
+  private batchFor(ds: string): OpenBatch {
+    let b = this.open.get(ds);
+    if (!b) {
+      const now = this.deps.now();
+      b = { id: this.deps.store.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now };
+      this.open.set(ds, b);
+    }
+    return b;
+  }
+
+  private ensure(b: OpenBatch, extra: number): void {
+    const need = b.len + extra;
+    if (need <= b.buf.length) return;
+    let size = Math.max(b.buf.length * 2, INITIAL_BATCH_BYTES);
+    while (size < need) size *= 2;
+    const cap = Math.max(this.deps.maxBytes, need);
+    const next = Buffer.allocUnsafe(Math.min(size, cap));
+    b.buf.copy(next, 0, 0, b.len);
+    b.buf = next;
+  }
+
+  private copyInto(b: OpenBatch, src: Buffer, start: number, end: number, lines: number): void {
+    if (b.len === 0) b.firstAt = this.deps.now();
+    this.ensure(b, end - start + 1);
+    src.copy(b.buf, b.len, start, end);
+    b.len += end - start;
+    b.lines += lines;
+    this.openBytesTotal += end - start;
+  }
+
+  private appendNewline(b: OpenBatch): void {
+    this.ensure(b, 1);
+    b.buf[b.len++] = 10;
+    this.openBytesTotal += 1;
+  }
+
+  private close(b: OpenBatch): void {
+    this.open.delete(b.ds);
+    this.openBytesTotal -= b.len;
+    this.deps.onClose({ id: b.id, ds: b.ds, body: b.buf.subarray(0, b.len), lines: b.lines, firstAt: b.firstAt });
+  }
+
+  private enforceOpenBytes(): void {
+    while (this.openBytesTotal > this.deps.maxOpenBytes) {
+      let largest: OpenBatch | null = null;
+      for (const b of this.open.values()) if (!largest || b.len > largest.len) largest = b;
+      if (!largest || largest.len === 0) return;
+      this.close(largest);
+    }
+  }
+
+  private deadLetter(
+    file: TrackedFileRef,
+    line: Buffer,
+    totalLen: number,
+    start: number,
+    end: number,
+    reason: 'line_too_long' | 'invalid_json',
+  ): void {
+    const entry = this.deps.store.progress.claim(file.key, start, end, DEAD_LETTER_OWNER);
+    this.deps.onDeadLetter(
+      { datasource: file.ds, reason, file: file.path, offset: start, bytes: totalLen, status: null, line: Buffer.from(line) },
+      file.key,
+      entry,
+    );
+  }
+}
+
+function isJsonObject(buf: Buffer, start: number, end: number): boolean {
+  const slice = buf.subarray(start, end);
+  if (!isUtf8(slice)) return false;
+  try {
+    const v: unknown = JSON.parse(slice.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,160 @@
+// Dead-letter store: lines that can never be delivered as they are, with why.
+//
+// On-disk layout: `<state_dir>/dead-letter/<datasource>.ndjson`, one JSON
+// record per line (SPEC section 3): datasource, reason, file, offset, bytes,
+// at, status, and `line` (UTF-8) or `line_base64` (not valid UTF-8).
+//
+// Invariant: `add` resolves only once the record is fsync'd, because the
+// caller then lets the file's committed offset pass the line. When the store
+// is over `dead_letter.max_bytes`, a new record is dropped (counted and
+// reported through `onDrop`) and `add` resolves 'dropped'.
+import { isUtf8 } from 'node:buffer';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+
+export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error';
+
+export interface DeadLetterInput {
+  datasource: string;
+  reason: DeadLetterReason;
+  file: string | null;
+  offset: number | null;
+  /** Length of the line in bytes (the whole line, even when `line` is truncated). */
+  bytes: number;
+  status: number | null;
+  line: Buffer;
+}
+
+export interface DeadLetterRecord {
+  datasource: string;
+  reason: DeadLetterReason;
+  file: string | null;
+  offset: number | null;
+  bytes: number;
+  at: string;
+  status: number | null;
+  line?: string;
+  line_base64?: string;
+}
+
+export function toRecord(input: DeadLetterInput, at: Date): DeadLetterRecord {
+  const rec: DeadLetterRecord = {
+    datasource: input.datasource,
+    reason: input.reason,
+    file: input.file,
+    offset: input.offset,
+    bytes: input.bytes,
+    at: at.toISOString(),
+    status: input.status,
+  };
+  if (isUtf8(input.line)) rec.line = input.line.toString('utf8');
+  else rec.line_base64 = input.line.toString('base64');
+  return rec;
+}
+
+export function recordLineBytes(rec: DeadLetterRecord): Buffer {
+  return rec.line !== undefined ? Buffer.from(rec.line, 'utf8') : Buffer.from(rec.line_base64 ?? '', 'base64');
+}
+
+export function deadLetterDir(stateDir: string): string {
+  return path.join(stateDir, 'dead-letter');
+}
+
+interface Pending {
+  ds: string;
+  text: string;
+  resolve: (r: 'stored' | 'dropped') => void;
+  reject: (e: unknown) => void;
+}
+
+export class DeadLetterStore {
+  private totalBytes = 0;
+  private pending: Pending[] = [];
+  private draining: Promise<void> | null = null;
+
+  constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly now: () => Date,
+    private readonly onDrop: (input: DeadLetterInput) => void,
+  ) {}
+
+  async open(): Promise<void> {
+    await fsp.mkdir(this.dir, { recursive: true });
+    this.totalBytes = 0;
+    for (const name of await fsp.readdir(this.dir)) {
+      if (name.endsWith('.ndjson')) this.totalBytes += (await fsp.stat(path.join(this.dir, name))).size;
+    }
+  }
+
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  add(input: DeadLetterInput): Promise<'stored' | 'dropped'> {
+    const text = `${JSON.stringify(toRecord(input, this.now()))}\n`;
+    const size = Buffer.byteLength(text);
+    if (this.totalBytes + size > this.maxBytes) {
+      this.onDrop(input);
+      return Promise.resolve('dropped');
+    }
+    this.totalBytes += size;
+    return new Promise((resolve, reject) => {
+      this.pending.push({ ds: input.datasource, text, resolve, reject });
+      if (!this.draining) this.draining = this.drain().finally(() => (this.draining = null));
+    });
+  }
+
+  /** Wait until everything added so far is on disk. */
+  async flush(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      const byDs = new Map<string, Pending[]>();
+      for (const p of batch) {
+        let list = byDs.get(p.ds);
+        if (!list) byDs.set(p.ds, (list = []));
+        list.push(p);
+      }
+      for (const [ds, list] of byDs) {
+        try {
+          const fh = await fsp.open(path.join(this.dir, `${ds}.ndjson`), 'a');
+          try {
+            await fh.writeFile(list.map((p) => p.text).join(''));
+            await fh.sync();
+          } finally {
+            await fh.close();
+          }
+          for (const p of list) p.resolve('stored');
+        } catch (err) {
+          for (const p of list) {
+            this.totalBytes -= Buffer.byteLength(p.text);
+            p.reject(err);
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Read every record of one Data Source file (CLI use; dead-letter files stay small by design). */
+export async function readDeadLetters(dir: string, ds?: string): Promise<DeadLetterRecord[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return [];
+  }
+  const out: DeadLetterRecord[] = [];
+  for (const name of names.sort()) {
+    if (!name.endsWith('.ndjson')) continue;
+    if (ds && name !== `${ds}.ndjson`) continue;
+    const text = await fsp.readFile(path.join(dir, name), 'utf8');
+    for (const line of text.split('\n')) if (line.trim()) out.push(JSON.parse(line) as DeadLetterRecord);
+  }
+  return out;
+}

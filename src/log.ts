@@ -1,0 +1,25 @@
+// pino, JSON by default; `pretty` (or `auto` on a TTY) through pino-pretty.
+// One event per state change, never per line; secrets are never logged
+// (tokens are not passed to the logger, and `authorization` is redacted in
+// case a request object ever is).
+import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
+
+export type { Logger };
+
+export function createLogger(
+  opts: { level: string; format: 'auto' | 'json' | 'pretty' },
+  stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+): Logger {
+  const usePretty = opts.format === 'pretty' || (opts.format === 'auto' && stream.isTTY === true);
+  const base = { level: opts.level, base: { pid: process.pid }, redact: ['*.authorization', '*.token', 'token'] };
+  if (usePretty) {
+    return pino(base, pretty({ destination: stream, colorize: stream.isTTY === true, sync: true, ignore: 'pid,hostname' }));
+  }
+  return pino(base, pino.destination({ dest: streamFd(stream), sync: true }));
+}
+
+function streamFd(stream: NodeJS.WritableStream): number {
+  const fd = (stream as unknown as { fd?: number }).fd;
+  return typeof fd === 'number' ? fd : 2;
+}

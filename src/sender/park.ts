@@ -1,0 +1,76 @@
+// A parked budget (token rejected, wrong region) or Data Source (request-level
+// 400). Nothing is dropped while parked: senders wait here. Every
+// `probeIntervalMs` one request is let through as a probe; a success unparks,
+// and `wake()` (SIGHUP, token file change) lets a probe through at once.
+import type { Clock } from '../util/clock.js';
+import type { Notifier } from './notifier.js';
+
+export const PARK_PROBE_INTERVAL_MS = 60_000;
+
+export class Park<R extends string> {
+  reason: R | null = null;
+  private nextProbeAt = 0;
+  private probing = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly notifier: Notifier,
+    private readonly onChange: (reason: R | null, previous: R | null) => void,
+    private readonly probeIntervalMs = PARK_PROBE_INTERVAL_MS,
+  ) {}
+
+  get parked(): boolean {
+    return this.reason !== null;
+  }
+
+  park(reason: R): void {
+    const previous = this.reason;
+    this.reason = reason;
+    this.nextProbeAt = this.clock.now() + this.probeIntervalMs;
+    if (previous !== reason) this.onChange(reason, previous);
+  }
+
+  unpark(): void {
+    if (this.reason === null) return;
+    const previous = this.reason;
+    this.reason = null;
+    this.onChange(null, previous);
+    this.notifier.notify();
+  }
+
+  /** Let the next waiter probe now (SIGHUP, token file changed). */
+  wake(): void {
+    this.nextProbeAt = 0;
+    this.notifier.notify();
+  }
+
+  /**
+   * Wait until not parked, or until this caller may send a probe. Returns
+   * true when the caller holds the probe and must call `probeDone`.
+   */
+  async pass(signal?: AbortSignal): Promise<boolean> {
+    while (this.reason !== null && !signal?.aborted) {
+      const now = this.clock.now();
+      if (!this.probing && now >= this.nextProbeAt) {
+        this.probing = true;
+        return true;
+      }
+      await this.notifier.wait(this.clock, this.probing ? this.probeIntervalMs : this.nextProbeAt - now);
+    }
+    return false;
+  }
+
+  /** The probe holder resends on its own terms (a Data Source park's owner). */
+  releaseProbe(): void {
+    this.probing = false;
+  }
+
+  probeDone(ok: boolean): void {
+    this.probing = false;
+    if (ok) this.unpark();
+    else {
+      this.nextProbeAt = this.clock.now() + this.probeIntervalMs;
+      this.notifier.notify();
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// File identity = device + inode + a fingerprint of the first bytes, so a
+// renamed file keeps its progress and a reused inode (delete, then create)
+// is recognised as a new file.
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+
+/** How many leading bytes the fingerprint covers (fewer while the file is smaller). */
+export const FINGERPRINT_BYTES = 256;
+
+export interface Fingerprint {
+  fp: string;
+  fpLen: number;
+}
+
+export async function fingerprint(fh: FileHandle, size: number): Promise<Fingerprint> {
+  const len = Math.min(size, FINGERPRINT_BYTES);
+  const buf = Buffer.alloc(len);
+  let got = 0;
+  while (got < len) {
+    const { bytesRead } = await fh.read(buf, got, len - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return { fp: createHash('sha1').update(buf.subarray(0, got)).digest('hex'), fpLen: got };
+}
+
+/** Does the file still start with the bytes we fingerprinted? */
+export async function sameContentStart(fh: FileHandle, size: number, known: Fingerprint): Promise<boolean> {
+  if (size < known.fpLen) return false;
+  const buf = Buffer.alloc(known.fpLen);
+  const { bytesRead } = await fh.read(buf, 0, known.fpLen, 0);
+  if (bytesRead < known.fpLen) return false;
+  return createHash('sha1').update(buf).digest('hex') === known.fp;
+}
+
+export function fileKey(dev: number, ino: number, gen: number): string {
+  return `${dev}:${ino}:${gen}`;
+}
+
+export async function statPath(p: string): Promise<{ dev: number; ino: number; size: number; mtimeMs: number } | null> {
+  try {
+    const st = await fsp.stat(p);
+    return st.isFile() ? { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs } : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,57 @@
+// Which Data Source a path belongs to. `spool.sources` routes come first
+// (first matching source wins); otherwise `<spool.dir>/<datasource>/*.ndjson`,
+// exactly one level deep.
+import path from 'node:path';
+import picomatch from 'picomatch';
+import type { SourceRoute } from '../config/types.js';
+
+export const DATASOURCE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface CompiledSource {
+  datasource: string;
+  matchers: Array<(p: string) => boolean>;
+  /** Static directories under which the globs can match (walk roots for the scan). */
+  bases: Array<{ dir: string; recursive: boolean; depth: number }>;
+}
+
+export class Router {
+  private readonly sources: CompiledSource[];
+
+  constructor(
+    readonly spoolDir: string,
+    sources: readonly SourceRoute[],
+  ) {
+    this.sources = sources.map((s) => ({
+      datasource: s.datasource,
+      matchers: s.include.map((g) => picomatch(g, { dot: false })),
+      bases: s.include.map(globBase),
+    }));
+  }
+
+  route(absPath: string): string | null {
+    for (const s of this.sources) if (s.matchers.some((m) => m(absPath))) return s.datasource;
+    const rel = path.relative(this.spoolDir, absPath);
+    const parts = rel.split(path.sep);
+    if (parts.length !== 2 || rel.startsWith('..')) return null;
+    const [ds, name] = parts as [string, string];
+    return DATASOURCE_NAME.test(ds) && name.endsWith('.ndjson') && !name.startsWith('.') ? ds : null;
+  }
+
+  /** Directories the scan walks, with how deep. */
+  walkRoots(): Array<{ dir: string; depth: number }> {
+    const roots = [{ dir: this.spoolDir, depth: 2 }];
+    for (const s of this.sources) for (const b of s.bases) roots.push({ dir: b.dir, depth: b.recursive ? 32 : b.depth });
+    return roots;
+  }
+}
+
+/** The longest leading part of a glob with no glob characters, and how many levels below it can match. */
+function globBase(glob: string): { dir: string; recursive: boolean; depth: number } {
+  const parts = glob.split('/');
+  const isMagic = (p: string) => /[*?[\]{}()!+@]/.test(p);
+  let i = 0;
+  while (i < parts.length - 1 && !isMagic(parts[i]!)) i++;
+  const dir = parts.slice(0, i).join('/') || '/';
+  const rest = parts.slice(i);
+  return { dir, recursive: rest.includes('**'), depth: rest.length };
+}

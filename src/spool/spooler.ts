@@ -1,0 +1,329 @@
+// Discovery and the read loop. chokidar events only mark paths dirty; a
+// periodic rescan is the source of truth (inotify drops events under load,
+// NFS has none). One loop reads one chunk at a time from files with unread
+// bytes and waits whenever the pipeline says it is full (backpressure), so
+// memory never grows with the backlog.
+//
+// Rotation, by identity (device + inode + fingerprint):
+// - same identity at a new matching path: renamed, keeps its progress;
+// - identity no longer at any matching path: detached, read to the end, then
+//   finished (partial remainder sent as a whole line);
+// - same inode, size below our offset or different first bytes: truncated
+//   (copytruncate) or inode reuse: a new generation, read from 0.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import chokidar, { type FSWatcher } from 'chokidar';
+import type { Batcher } from '../batcher/batcher.js';
+import type { StateStore } from '../state/store.js';
+import type { Clock } from '../util/clock.js';
+import { fileKey, fingerprint, sameContentStart, FINGERPRINT_BYTES } from './identity.js';
+import type { Router } from './routes.js';
+import { FileTailer } from './tailer.js';
+
+export const READ_BUFFER_BYTES = 1024 * 1024;
+
+export interface SpoolerEvents {
+  onDiscovered(ds: string, file: string): void;
+  onTruncated(ds: string, file: string): void;
+  onFinished(ds: string, file: string, deleted: boolean): void;
+}
+
+export interface SpoolerOptions {
+  router: Router;
+  store: StateStore;
+  batcher: Batcher;
+  clock: Clock;
+  startAt: 'beginning' | 'end';
+  onComplete: 'keep' | 'delete';
+  idleMs: number;
+  maxLineBytes: number;
+  rescanMs: number;
+  /** Resolves when the pipeline has room for more data. */
+  waitForRoom: () => Promise<void>;
+  events: SpoolerEvents;
+  watch: boolean;
+}
+
+export class Spooler {
+  readonly tailers = new Map<string, FileTailer>();
+  private readonly buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  private watcher: FSWatcher | null = null;
+  private stopped = false;
+  private wakeLoop: (() => void) | null = null;
+  private dirty = true;
+  private firstScan = true;
+  private loop: Promise<void> | null = null;
+  private scanTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly o: SpoolerOptions) {}
+
+  start(): void {
+    if (this.o.watch) {
+      const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
+      this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true });
+      const poke = () => this.poke();
+      this.watcher.on('add', poke).on('change', poke).on('unlink', poke).on('error', () => undefined);
+    }
+    this.scanTimer = setInterval(() => this.poke(), this.o.rescanMs);
+    this.loop = this.run();
+  }
+
+  poke(): void {
+    this.dirty = true;
+    this.wakeLoop?.();
+  }
+
+  /** Stop reading (SIGTERM): the loop finishes its current chunk and returns. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.scanTimer) clearInterval(this.scanTimer);
+    this.wakeLoop?.();
+    await this.watcher?.close();
+    await this.loop;
+    for (const t of this.tailers.values()) await t.closeFd();
+  }
+
+  /** One scan plus reading everything there is, once (used by tests and `send`-like flows). */
+  async drainOnce(): Promise<void> {
+    await this.scan();
+    while (await this.readRound()) {
+      /* keep reading */
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      if (this.dirty) {
+        this.dirty = false;
+        await this.scan();
+      }
+      const progressed = await this.readRound();
+      if (!progressed && !this.dirty && !this.stopped) {
+        await new Promise<void>((resolve) => {
+          this.wakeLoop = resolve;
+        });
+        this.wakeLoop = null;
+      }
+    }
+  }
+
+  /** Read one chunk from every file with unread bytes; true when anything was read. */
+  private async readRound(): Promise<boolean> {
+    let any = false;
+    for (const t of [...this.tailers.values()]) {
+      if (this.stopped) return any;
+      if (t.finished) continue;
+      await this.o.waitForRoom();
+      if (this.stopped) return any;
+      const n = await t.readOnce(this.buf, this.o.batcher);
+      if (n > 0) {
+        any = true;
+        t.lastGrowthAt = this.o.clock.now();
+      } else {
+        await this.maybeFinish(t);
+      }
+    }
+    return any;
+  }
+
+  private async maybeFinish(t: FileTailer): Promise<void> {
+    const now = this.o.clock.now();
+    if (t.detached) {
+      // Drained after leaving the patterns: the writer has moved on.
+      t.flushRemainder(this.o.batcher);
+      t.finished = true;
+      await t.closeFd();
+      this.o.events.onFinished(t.ds, t.path, false);
+      return;
+    }
+    if (now - t.lastGrowthAt >= this.o.idleMs && t.fh) {
+      // Idle: give the descriptor back; the rescan reopens the file when it grows.
+      await t.closeFd();
+    }
+  }
+
+  async scan(): Promise<void> {
+    const seen = new Set<string>();
+    for (const p of await this.listCandidates()) {
+      const ds = this.o.router.route(p);
+      if (!ds) continue;
+      const key = await this.track(p, ds);
+      if (key) seen.add(key);
+    }
+    for (const t of this.tailers.values()) {
+      if (!seen.has(t.key) && !t.detached && !t.finished) await this.detach(t);
+    }
+    await this.collectFinished();
+    this.firstScan = false;
+  }
+
+  private async detach(t: FileTailer): Promise<void> {
+    // Renamed out of the patterns, or deleted. An open descriptor still reads
+    // it to the end; without one, look for the inode in the same directory.
+    if (!t.fh) {
+      const found = await findByInode(path.dirname(t.path), t.dev, t.ino);
+      if (found) t.path = found;
+      await t.ensureOpen();
+    }
+    t.detached = true;
+  }
+
+  private async track(p: string, ds: string): Promise<string | null> {
+    let st;
+    try {
+      st = await fsp.stat(p);
+    } catch {
+      return null;
+    }
+    if (!st.isFile()) return null;
+    const existing = this.findTailer(st.dev, st.ino);
+    if (existing) {
+      if (existing.path !== p) {
+        existing.path = p;
+        const meta = this.o.store.progress.files.get(existing.key)?.meta;
+        if (meta) this.o.store.updateFile({ ...meta, path: p });
+      }
+      if (existing.finished) return existing.key;
+      if (st.size < existing.readOffset) await this.truncated(existing, st.size);
+      else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
+      await this.refreshFingerprint(existing, st.size);
+      existing.lastSize = st.size;
+      return existing.key;
+    }
+    return this.addFile(p, ds, st.dev, st.ino, st.size);
+  }
+
+  private async addFile(p: string, ds: string, dev: number, ino: number, size: number): Promise<string | null> {
+    const fh = await fsp.open(p, 'r').catch(() => null);
+    if (!fh) return null;
+    try {
+      const store = this.o.store;
+      // Known from a previous run (or earlier in this one)?
+      for (const fp of store.progress.files.values()) {
+        const m = fp.meta;
+        if (m.dev !== dev || m.ino !== ino) continue;
+        if (await sameContentStart(fh, size, m)) {
+          const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
+          if (size < resume) break; // truncated while we were down: a new generation below
+          const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+          this.tailers.set(m.key, t);
+          if (m.path !== p) store.updateFile({ ...m, path: p });
+          return m.key;
+        }
+      }
+      let gen = 0;
+      for (const fp of store.progress.files.values()) if (fp.meta.dev === dev && fp.meta.ino === ino) gen = Math.max(gen, fp.meta.gen + 1);
+      const key = fileKey(dev, ino, gen);
+      const f = await fingerprint(fh, size);
+      const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
+      store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
+      const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
+      t.lastSize = size;
+      this.tailers.set(key, t);
+      this.o.events.onDiscovered(ds, p);
+      return key;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async truncated(t: FileTailer, size: number): Promise<void> {
+    // copytruncate: lines written after our last read and before the
+    // truncation are gone; start again at 0 as a new generation so ranges of
+    // the old content are never confused with the new.
+    const gen = t.gen + 1;
+    const key = fileKey(t.dev, t.ino, gen);
+    this.tailers.delete(t.key);
+    const fh = await t.ensureOpen();
+    const f = fh ? await fingerprint(fh, size) : { fp: '', fpLen: 0 };
+    this.o.store.trackFile({ key, dev: t.dev, ino: t.ino, gen, fp: f.fp, fpLen: f.fpLen, path: t.path, ds: t.ds }, 0);
+    t.resetTo(0, key, gen);
+    this.tailers.set(key, t);
+    this.o.events.onTruncated(t.ds, t.path);
+  }
+
+  private async refreshFingerprint(t: FileTailer, size: number): Promise<void> {
+    const fp = this.o.store.progress.files.get(t.key);
+    if (!fp || fp.meta.fpLen >= FINGERPRINT_BYTES || size <= fp.meta.fpLen) return;
+    const fh = await t.ensureOpen();
+    if (!fh) return;
+    // Same inode, but the first bytes changed: truncated and rewritten past our offset.
+    if (!(await sameContentStart(fh, size, fp.meta))) return this.truncated(t, size);
+    const f = await fingerprint(fh, size);
+    this.o.store.updateFile({ ...fp.meta, fp: f.fp, fpLen: f.fpLen });
+  }
+
+  private findTailer(dev: number, ino: number): FileTailer | undefined {
+    let best: FileTailer | undefined;
+    for (const t of this.tailers.values()) if (t.dev === dev && t.ino === ino && (!best || t.gen > best.gen)) best = t;
+    return best;
+  }
+
+  /** Forget finished files once committed; delete them when on_complete says so. */
+  private async collectFinished(): Promise<void> {
+    const store = this.o.store;
+    for (const t of [...this.tailers.values()]) {
+      const fp = store.progress.files.get(t.key);
+      const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
+      if (t.finished && fullyCommitted) {
+        this.tailers.delete(t.key);
+        store.forgetFile(t.key);
+        continue;
+      }
+      if (this.o.onComplete === 'delete' && !t.finished && fullyCommitted && this.superseded(t)) {
+        const idle = this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs;
+        if (!idle) continue;
+        await fsp.rm(t.path, { force: true });
+        await t.closeFd();
+        t.finished = true;
+        this.o.events.onFinished(t.ds, t.path, true);
+      }
+    }
+  }
+
+  /** Renamed out of the patterns, or a newer file exists in the same directory. */
+  private superseded(t: FileTailer): boolean {
+    if (t.detached) return true;
+    const dir = path.dirname(t.path);
+    for (const other of this.tailers.values()) {
+      if (other !== t && !other.finished && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt) return true;
+    }
+    return false;
+  }
+
+  private async listCandidates(): Promise<string[]> {
+    const out = new Set<string>();
+    for (const root of this.o.router.walkRoots()) await walk(root.dir, root.depth, out);
+    return [...out].sort();
+  }
+}
+
+async function walk(dir: string, depth: number, out: Set<string>): Promise<void> {
+  if (depth <= 0) return;
+  let entries;
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) await walk(p, depth - 1, out);
+    else if (e.isFile() || e.isSymbolicLink()) out.add(p);
+  }
+}
+
+async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return null;
+  }
+  for (const n of names) {
+    const p = path.join(dir, n);
+    const st = await fsp.stat(p).catch(() => null);
+    if (st && st.dev === dev && st.ino === ino) return p;
+  }
+  return null;
+}

@@ -1,0 +1,153 @@
+// Append-only journal of batch intents, acknowledgements and file records.
+//
+// Invariants:
+// - An intent is durable (fsync'd) before its batch is first sent, so a batch
+//   in flight at a crash is re-formed from the same ranges, byte-identical.
+// - Acks reach disk within `groupCommitMs` (100 ms): a crash re-sends at most
+//   the batches in flight plus those acked in the last 100 ms.
+// - Records are CRC-framed (util/framing.ts); a torn tail is cut off on load.
+//
+// On-disk layout: `<state_dir>/journal-<seq>.log`, a sequence of framed JSON
+// records (see JournalRecord). The checkpoint names the first journal seq to
+// replay; older journals are deleted after the next checkpoint.
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { frame, unframeAll } from '../util/framing.js';
+
+export interface RangeRecord {
+  file: string;
+  start: number;
+  end: number;
+}
+
+export interface FileMeta {
+  key: string;
+  dev: number;
+  ino: number;
+  gen: number;
+  fp: string;
+  fpLen: number;
+  path: string;
+  ds: string;
+}
+
+export type JournalRecord =
+  | ({ t: 'f' } & FileMeta)
+  | { t: 'i'; id: number; ds: string; ranges: RangeRecord[]; at: number }
+  | { t: 'a'; id: number }
+  | { t: 'd'; ranges: RangeRecord[] }
+  | { t: 'x'; key: string };
+
+export const GROUP_COMMIT_MS = 100;
+
+export function journalPath(stateDir: string, seq: number): string {
+  return path.join(stateDir, `journal-${String(seq).padStart(8, '0')}.log`);
+}
+
+export async function listJournals(stateDir: string): Promise<number[]> {
+  const names = await fsp.readdir(stateDir).catch(() => [] as string[]);
+  return names
+    .map((n) => /^journal-(\d+)\.log$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => a - b);
+}
+
+export interface JournalReadResult {
+  records: JournalRecord[];
+  tornTail: boolean;
+}
+
+export async function readJournal(file: string): Promise<JournalReadResult> {
+  const data = await fsp.readFile(file);
+  const { payloads, validBytes, tornTail } = unframeAll(data);
+  if (tornTail) await fsp.truncate(file, validBytes);
+  const records: JournalRecord[] = [];
+  for (const p of payloads) records.push(JSON.parse(p.toString('utf8')) as JournalRecord);
+  return { records, tornTail };
+}
+
+/** Writer for the current journal file with group commit. */
+export class JournalWriter {
+  private fh: FileHandle | null = null;
+  private pending: Buffer[] = [];
+  private waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private flushing: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  bytes = 0;
+
+  constructor(
+    readonly file: string,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  async open(): Promise<void> {
+    this.fh = await fsp.open(this.file, 'a');
+    this.bytes = (await this.fh.stat()).size;
+  }
+
+  /** Buffer a record; it reaches disk within GROUP_COMMIT_MS. */
+  append(rec: JournalRecord): void {
+    const b = frame(Buffer.from(JSON.stringify(rec)));
+    this.pending.push(b);
+    this.bytes += b.length;
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.flush().catch(this.onError);
+      }, GROUP_COMMIT_MS);
+    }
+  }
+
+  /** Append and wait until the record (and everything before it) is fsync'd. */
+  async appendDurable(rec: JournalRecord): Promise<void> {
+    this.append(rec);
+    await this.flush();
+  }
+
+  /** Write and fsync everything appended so far; concurrent callers share one fsync. */
+  async flush(): Promise<void> {
+    if (this.pending.length === 0 && !this.flushing) return;
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    if (!this.flushing) this.flushing = this.drain();
+    return done;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      // A waiter that arrived while an earlier write was running waits for
+      // the next round, even when that round has no new bytes.
+      while (this.pending.length > 0 || this.waiters.length > 0) {
+        const bufs = this.pending;
+        const waiters = this.waiters;
+        this.pending = [];
+        this.waiters = [];
+        try {
+          if (bufs.length > 0) {
+            if (!this.fh) throw new Error('journal is closed');
+            await this.fh.writev(bufs);
+            await this.fh.sync();
+          }
+          for (const w of waiters) w.resolve();
+        } catch (err) {
+          // The records are not durable: put them back so a later flush
+          // retries them (ENOSPC clears when space returns).
+          this.pending = bufs.concat(this.pending);
+          for (const w of waiters) w.reject(err);
+          throw err;
+        }
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flush();
+    await this.fh?.close();
+    this.fh = null;
+  }
+}

@@ -1,0 +1,353 @@
+// Durable progress: the journal (journal.ts) plus a compacted checkpoint.
+//
+// On-disk layout in state_dir:
+//   checkpoint.json        {"version":1,"journal_seq":S,"next_id":N,"files":[...],"intents":[...]}
+//   checkpoint.json.prev   the previous checkpoint, used when checkpoint.json is unreadable
+//   journal-<seq>.log      framed records appended since the checkpoint that names seq
+//
+// Invariants:
+// - The checkpoint is replaced atomically (util/fsx.ts atomicWrite).
+// - Journals are deleted only when older than the seq named by the *previous*
+//   checkpoint, so falling back to `.prev` still finds every journal it needs.
+// - Recovery never skips bytes: a gap in a file's recorded ranges (a crash
+//   between claiming a dead-letter range and recording it) moves the resume
+//   offset back to the gap, and batches recorded after it are read again.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { FatalIoError } from '../errors.js';
+import { atomicWrite } from '../util/fsx.js';
+import {
+  JournalWriter,
+  journalPath,
+  listJournals,
+  readJournal,
+  type FileMeta,
+  type JournalRecord,
+  type RangeRecord,
+} from './journal.js';
+import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
+
+export const CHECKPOINT_FILE = 'checkpoint.json';
+const CHECKPOINT_VERSION = 1;
+
+export interface IntentInfo {
+  id: number;
+  ds: string;
+  ranges: RangeRecord[];
+  at: number;
+}
+
+interface CheckpointFile {
+  version: number;
+  journal_seq: number;
+  prev_journal_seq: number;
+  next_id: number;
+  files: Array<FileMeta & { committed: number; ranges: Array<[number, number, number, boolean]> }>;
+  intents: IntentInfo[];
+}
+
+export interface Recovery {
+  /** Batches sent (or about to be) before the stop and not acknowledged: re-form and resend, in id order. */
+  intents: IntentInfo[];
+  /** Where reading resumes per file key. */
+  resumeAt: Map<string, number>;
+  usedPrevCheckpoint: boolean;
+  tornJournal: boolean;
+}
+
+export interface StateStoreOptions {
+  stateDir: string;
+  now: () => number;
+  onBackgroundError: (err: unknown) => void;
+}
+
+export class StateStore {
+  readonly progress = new Progress();
+  private readonly intents = new Map<number, IntentInfo>();
+  private nextId = 1;
+  private journal!: JournalWriter;
+  private seq = 0;
+  private prevSeq = 0;
+  recovery!: Recovery;
+
+  private constructor(private readonly opts: StateStoreOptions) {}
+
+  static async open(opts: StateStoreOptions): Promise<StateStore> {
+    const store = new StateStore(opts);
+    await store.load();
+    return store;
+  }
+
+  newBatchId(): number {
+    return this.nextId++;
+  }
+
+  trackFile(meta: FileMeta, committed: number): FileProgress {
+    const fp = this.progress.addFile(meta, committed);
+    this.journal.append({ t: 'f', ...meta });
+    return fp;
+  }
+
+  updateFile(meta: FileMeta): void {
+    const fp = this.progress.files.get(meta.key);
+    if (!fp) return;
+    fp.meta = meta;
+    this.journal.append({ t: 'f', ...meta });
+  }
+
+  /** Record a closed batch's ranges durably (before its first send). */
+  async recordIntent(id: number, ds: string): Promise<IntentInfo> {
+    const info: IntentInfo = { id, ds, ranges: this.progress.rangesOf(id), at: this.opts.now() };
+    this.intents.set(id, info);
+    await this.journal.appendDurable({ t: 'i', ...info });
+    this.progress.markRecorded(id);
+    return info;
+  }
+
+  /** A batch is done (acknowledged, dead-lettered, or queued durably): group-committed. */
+  completeBatch(id: number): string[] {
+    this.intents.delete(id);
+    this.journal.append({ t: 'a', id });
+    return this.progress.markOwnerDone(id);
+  }
+
+  /** A dead-lettered range is durable in the dead-letter store: record it and let the offset pass it. */
+  completeDeadLetterRange(key: string, entry: RangeEntry): void {
+    this.journal.append({ t: 'd', ranges: [{ file: key, start: entry.start, end: entry.end }] });
+    this.progress.markEntryDone(key, entry);
+  }
+
+  forgetFile(key: string): void {
+    this.progress.forget(key);
+    this.journal.append({ t: 'x', key });
+  }
+
+  /** Ranges of a recorded batch (to locate its lines for dead letters). */
+  intentRanges(id: number): RangeRecord[] | undefined {
+    return this.intents.get(id)?.ranges;
+  }
+
+  pendingIntents(): number {
+    return this.intents.size;
+  }
+
+  get journalBytes(): number {
+    return this.journal.bytes;
+  }
+
+  /** Flush acks now (graceful stop, tests). */
+  async flush(): Promise<void> {
+    await this.journal.flush();
+  }
+
+  /** Compact: start a new journal, write the checkpoint, drop journals no checkpoint needs. */
+  async checkpoint(): Promise<void> {
+    const old = this.journal;
+    const newSeq = this.seq + 1;
+    const next = new JournalWriter(journalPath(this.opts.stateDir, newSeq), this.opts.onBackgroundError);
+    await next.open();
+    // From here on records go to the new journal; the snapshot below covers
+    // everything appended to the old one.
+    this.journal = next;
+    const snapshot = this.snapshot(newSeq, this.seq);
+    await old.close();
+    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), JSON.stringify(snapshot));
+    const keepFrom = this.seq;
+    this.prevSeq = this.seq;
+    this.seq = newSeq;
+    for (const s of await listJournals(this.opts.stateDir)) {
+      if (s < keepFrom) await fsp.rm(journalPath(this.opts.stateDir, s), { force: true });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.journal.close();
+  }
+
+  private snapshot(journalSeq: number, prevSeq: number): CheckpointFile {
+    const files: CheckpointFile['files'] = [];
+    const live = new Set<number>();
+    for (const fp of this.progress.files.values()) {
+      const ranges: Array<[number, number, number, boolean]> = [];
+      let pos = fp.committed;
+      for (const e of fp.entries) {
+        if (!e.recorded || e.start !== pos) break;
+        ranges.push([e.start, e.end, e.owner, e.done]);
+        if (!e.done && e.owner !== DEAD_LETTER_OWNER) live.add(e.owner);
+        pos = e.end;
+      }
+      files.push({ ...fp.meta, committed: fp.committed, ranges });
+    }
+    const intents = [...this.intents.values()].filter((i) => live.has(i.id));
+    return {
+      version: CHECKPOINT_VERSION,
+      journal_seq: journalSeq,
+      prev_journal_seq: prevSeq,
+      next_id: this.nextId,
+      files,
+      intents,
+    };
+  }
+
+  private async readCheckpoint(): Promise<{ cp: CheckpointFile | null; usedPrev: boolean }> {
+    const file = path.join(this.opts.stateDir, CHECKPOINT_FILE);
+    const attempts: Array<[string, boolean]> = [
+      [file, false],
+      [`${file}.prev`, true],
+    ];
+    let sawAny = false;
+    const problems: string[] = [];
+    for (const [f, isPrev] of attempts) {
+      let text: string;
+      try {
+        text = await fsp.readFile(f, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      sawAny = true;
+      try {
+        const cp = JSON.parse(text) as CheckpointFile;
+        if (cp.version !== CHECKPOINT_VERSION) throw new Error(`unsupported version ${String(cp.version)}`);
+        return { cp, usedPrev: isPrev };
+      } catch (err) {
+        problems.push(`${f}: ${(err as Error).message}`);
+      }
+    }
+    if (sawAny) {
+      // Never silently "start at end": without a readable checkpoint we do not
+      // know what was delivered.
+      throw new FatalIoError(
+        `no readable checkpoint in ${this.opts.stateDir} (${problems.join('; ')}); restore it, or move the state_dir away to start over`,
+        null,
+      );
+    }
+    return { cp: null, usedPrev: false };
+  }
+
+  private async load(): Promise<void> {
+    const dir = this.opts.stateDir;
+    await fsp.mkdir(dir, { recursive: true });
+    const { cp, usedPrev } = await this.readCheckpoint();
+    const progress = this.progress;
+    const doneIds = new Set<number>();
+    if (cp) {
+      this.nextId = cp.next_id;
+      for (const f of cp.files) {
+        const { committed, ranges, ...meta } = f;
+        const fp = progress.addFile(meta, committed);
+        for (const [start, end, owner, done] of ranges) {
+          fp.entries.push({ key: meta.key, start, end, owner, done, recorded: true });
+        }
+      }
+      for (const i of cp.intents) this.intents.set(i.id, i);
+    }
+    let tornJournal = false;
+    const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
+    const seqs = (await listJournals(dir)).filter((s) => s >= startSeq);
+    for (const s of seqs) {
+      const { records, tornTail } = await readJournal(journalPath(dir, s));
+      tornJournal ||= tornTail;
+      for (const r of records) this.apply(r, doneIds);
+    }
+    const resumeAt = this.settle();
+    this.recovery = {
+      intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
+      resumeAt,
+      usedPrevCheckpoint: usedPrev,
+      tornJournal,
+    };
+    this.prevSeq = cp?.journal_seq ?? 0;
+    this.seq = Math.max(0, ...seqs, cp?.journal_seq ?? 0);
+    this.journal = new JournalWriter(journalPath(dir, this.seq), this.opts.onBackgroundError);
+    await this.journal.open();
+    // Compact what recovery learned right away, so a crash loop replays little.
+    await this.checkpoint();
+  }
+
+  private apply(r: JournalRecord, doneIds: Set<number>): void {
+    const progress = this.progress;
+    switch (r.t) {
+      case 'f': {
+        const { t: _t, ...meta } = r;
+        const fp = progress.files.get(meta.key);
+        if (fp) fp.meta = meta;
+        else progress.addFile(meta, 0);
+        return;
+      }
+      case 'i': {
+        this.nextId = Math.max(this.nextId, r.id + 1);
+        if (doneIds.has(r.id)) return;
+        this.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at });
+        for (const rg of r.ranges) {
+          progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: r.id, done: false, recorded: true });
+        }
+        return;
+      }
+      case 'a': {
+        doneIds.add(r.id);
+        this.intents.delete(r.id);
+        for (const fp of progress.files.values()) for (const e of fp.entries) if (e.owner === r.id) e.done = true;
+        return;
+      }
+      case 'd':
+        for (const rg of r.ranges) {
+          progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: DEAD_LETTER_OWNER, done: true, recorded: true });
+        }
+        return;
+      case 'x':
+        progress.forget(r.key);
+        return;
+    }
+  }
+
+  /** Order entries, cut at gaps, drop what is committed, and compute resume offsets. */
+  private settle(): Map<string, number> {
+    // A gap means bytes from there on were claimed but never recorded (a
+    // crash between claiming a dead-letter range and recording it). Reading
+    // resumes at the gap, so every unfinished batch recorded after it is
+    // abandoned (read again as new data), in every file it touches.
+    const abandoned = new Set<number>();
+    let changed = true;
+    while (changed) {
+      changed = false;
+      for (const fp of this.progress.files.values()) {
+        fp.entries.sort((a, b) => a.start - b.start);
+        let pos = fp.committed;
+        let cut = fp.entries.length;
+        const kept: RangeEntry[] = [];
+        for (let i = 0; i < fp.entries.length; i++) {
+          const e = fp.entries[i]!;
+          if (e.end <= pos) continue; // already committed
+          if (e.start !== pos || abandoned.has(e.owner)) {
+            cut = i;
+            break;
+          }
+          kept.push(e);
+          pos = e.end;
+        }
+        for (let i = cut; i < fp.entries.length; i++) {
+          const e = fp.entries[i]!;
+          if (e.owner !== DEAD_LETTER_OWNER && !e.done && !abandoned.has(e.owner)) {
+            abandoned.add(e.owner);
+            changed = true;
+          }
+        }
+        fp.entries = kept;
+      }
+    }
+    for (const id of abandoned) this.intents.delete(id);
+    const resumeAt = new Map<string, number>();
+    for (const [key, fp] of this.progress.files) {
+      let n = 0;
+      while (n < fp.entries.length && fp.entries[n]!.done) n++;
+      if (n > 0) {
+        fp.committed = fp.entries[n - 1]!.end;
+        fp.entries.splice(0, n);
+      }
+      resumeAt.set(key, fp.entries.length ? fp.entries[fp.entries.length - 1]!.end : fp.committed);
+      this.progress.adoptEntries(fp.entries);
+    }
+    return resumeAt;
+  }
+}

@@ -1,0 +1,26 @@
+// Time is injected: timing rules (Retry-After, backoff, the 60 s park probe,
+// linger) are driven by a Clock so tests advance time instead of sleeping.
+
+export interface Clock {
+  now(): number;
+  /** Resolves after `ms`, or early (without rejecting) when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep(ms, signal) {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, Math.max(0, ms));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  },
+};

@@ -1,0 +1,42 @@
+// File-system helpers for crash-safe state: atomic replace with a `.prev`
+// fallback (DESIGN invariant 2) and directory fsync.
+import { promises as fsp, constants as fsc } from 'node:fs';
+import path from 'node:path';
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, fsc.O_RDONLY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Replace `file` atomically: write `file.tmp`, fsync it, keep the current
+ * version as `file.prev`, rename tmp over `file`, fsync the directory. A crash
+ * at any point leaves either the old or the new version readable under `file`
+ * or `file.prev`.
+ */
+export async function atomicWrite(file: string, data: Buffer | string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await fsp.copyFile(file, `${file}.prev`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await fsp.rename(tmp, file);
+  await fsyncDir(path.dirname(file));
+}
+
+export function isErrno(err: unknown, ...codes: string[]): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' && codes.includes(code);
+}
