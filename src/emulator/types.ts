@@ -30,6 +30,13 @@ export interface EmuRequest {
   /** Lower-cased header names. */
   headers: Record<string, string | undefined>;
   body: Buffer;
+  /**
+   * Set by the HTTP layer when the raw body passed the size limit: it stopped
+   * buffering (so `body` is empty) and the handler answers 413 at its turn.
+   */
+  bodyOverflow?: boolean;
+  /** Protocol of the connection; faults that act on the connection differ (GOAWAY). */
+  httpVersion?: '1.1' | '2';
 }
 
 export interface EmuResponse {
@@ -91,4 +98,13 @@ export interface EmulatorOptions {
   now?: () => number;
   /** Injected randomness for `p` faults (returns [0, 1)). */
   random?: () => number;
+  /**
+   * Parse each line as JSON to quarantine non-objects (default true). false is
+   * for benchmarks only: every non-empty line counts as a row.
+   */
+  validateRows?: boolean;
+  /** The openssl binary used to make the self-signed certificate (default "openssl"). */
+  opensslPath?: string;
+  /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
+  onEventsRequest?: (record: EventsRequestRecord) => void;
 }

@@ -1,0 +1,115 @@
+// POST /v0/events, in the order the platform applies its rules:
+// auth -> rate limit -> faults -> name -> encoding -> size -> markers -> insert.
+// Each step either answers or passes on; the result is a value the HTTP layer
+// carries out (see outcome.ts).
+import { DATASOURCE_NAME_RE } from '../faults.js';
+import type { FaultPicker } from '../fault-picker.js';
+import type { SlidingWindowLimiter } from '../rate-limiter.js';
+import type { EmuRequest } from '../types.js';
+import { decodeEventsBody, tooLarge } from './decode.js';
+import { insertRows, type Inserter } from './insert.js';
+import { jsonError, type EventsOutcome, type EventsResult } from './outcome.js';
+import { splitNdjson, splitSingleJson } from './rows.js';
+
+export interface EventsApiDeps {
+  tokens: ReadonlySet<string>;
+  foreignToken: string;
+  limiter: SlidingWindowLimiter;
+  faults: FaultPicker;
+  maxBodyBytes: number;
+  validateRows: boolean;
+  inserter: Inserter;
+  delay(delayMs: number): Promise<void>;
+}
+
+export type EventsApi = (req: EmuRequest) => Promise<EventsResult>;
+
+export function createEventsApi(deps: EventsApiDeps): EventsApi {
+  return async (req) => {
+    const name = req.query.get('name');
+    const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes });
+
+    if (req.method !== 'POST') return result(jsonError(405, `${req.method} is not allowed on /v0/events; use POST`, { allow: 'POST' }));
+    const authError = checkAuth(req.headers.authorization, deps);
+    if (authError) return result(authError);
+
+    const rate = deps.limiter.take();
+    if (!rate.allowed) {
+      const seconds = String(rate.resetSeconds);
+      return result(
+        jsonError(429, `rate limit exceeded: ${rate.limit} requests per second per organization; retry after ${seconds} s`, {
+          'x-ratelimit-limit': String(rate.limit),
+          'x-ratelimit-remaining': String(rate.remaining),
+          'x-ratelimit-reset': seconds,
+          'retry-after': seconds,
+        }),
+      );
+    }
+
+    const { action, markers } = deps.faults.pick(name);
+    switch (action?.kind) {
+      case 'status': {
+        const headers = action.retry_after === undefined ? undefined : { 'retry-after': String(action.retry_after) };
+        return result(jsonError(action.status, `injected fault: HTTP ${action.status}; no data inserted`, headers));
+      }
+      case 'reset':
+        return result({ kind: 'reset' });
+      case 'hang':
+        return result({ kind: 'hang' });
+      case 'slow':
+        await deps.delay(action.delay_ms);
+        break;
+      default:
+        break;
+    }
+
+    const paramError = checkParams(req.query);
+    if (paramError) return result(paramError);
+    if (req.bodyOverflow) return result(toOutcome(tooLarge(deps.maxBodyBytes)));
+
+    const decoded = await decodeEventsBody(req.headers['content-encoding'], req.body, deps.maxBodyBytes);
+    if (!decoded.ok) return result(toOutcome(decoded));
+    const body = decoded.body;
+    const marker = markers.find((m) => body.includes(m));
+    if (marker !== undefined) return result(jsonError(400, `rejected: the body contains the marker ${JSON.stringify(marker)}; no data inserted`), body.length);
+
+    const rows = req.query.get('format') === 'json' ? splitSingleJson(body, deps.validateRows) : splitNdjson(body, deps.validateRows);
+    const wait = isTrue(req.query.get('wait'));
+    const outcome = await insertRows(deps.inserter, { name: name!, body, rows, action, wait });
+    return result(outcome, body.length);
+  };
+}
+
+function checkAuth(header: string | undefined, deps: EventsApiDeps): EventsOutcome | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  const token = match?.[1];
+  if (token === undefined) return jsonError(403, 'missing token: send "Authorization: Bearer <token>" with a DATASOURCE:APPEND or CREATE token');
+  if (token === deps.foreignToken) {
+    return jsonError(404, "the token's Workspace does not belong to this region; use the API host of the token's region");
+  }
+  if (!deps.tokens.has(token)) return jsonError(403, 'invalid token: it is unknown or lacks the DATASOURCE:APPEND / CREATE scope');
+  return null;
+}
+
+function checkParams(query: URLSearchParams): EventsOutcome | null {
+  const name = query.get('name');
+  if (name === null || name === '') return jsonError(400, 'the "name" parameter is missing: give the Data Source name, e.g. ?name=events');
+  if (!DATASOURCE_NAME_RE.test(name)) {
+    return jsonError(400, `invalid Data Source name ${JSON.stringify(name)}: use letters, digits and _ and do not start with a digit`);
+  }
+  const wait = query.get('wait');
+  if (wait !== null && !/^(true|false|1|0)$/i.test(wait)) return jsonError(400, `invalid "wait" value ${JSON.stringify(wait)}; use true or false`);
+  const format = query.get('format');
+  if (format !== null && format !== 'json' && format !== 'ndjson') {
+    return jsonError(400, `invalid "format" value ${JSON.stringify(format)}; use json (one multi-line object) or omit it`);
+  }
+  return null;
+}
+
+function isTrue(v: string | null): boolean {
+  return v !== null && /^(true|1)$/i.test(v);
+}
+
+function toOutcome(d: { status: number; message: string }): EventsOutcome {
+  return jsonError(d.status, d.message);
+}

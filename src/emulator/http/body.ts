@@ -1,0 +1,48 @@
+// Reads a request body with a size bound. Past the bound it stops buffering
+// and keeps discarding what the client still sends (counting it), so a huge
+// or endless body costs no memory and the client still gets its 413 answer
+// on a live connection.
+import type { Readable } from 'node:stream';
+
+export interface ReadBody {
+  body: Buffer;
+  /** True when the body (or its declared Content-Length) passed the bound; `body` is then empty. */
+  overflow: boolean;
+  /** Bytes received so far (the whole body unless overflow). */
+  wireBytes: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export function readBody(
+  req: Readable & { headers: Record<string, string | string[] | undefined> },
+  limitBytes: number,
+  onBytes: (n: number) => void = () => {},
+): Promise<ReadBody> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let wireBytes = 0;
+    let overflow = false;
+    const declared = Number(req.headers['content-length']);
+    req.on('data', (chunk: Buffer) => {
+      wireBytes += chunk.length;
+      onBytes(chunk.length);
+      if (overflow) return;
+      size += chunk.length;
+      if (size > limitBytes) stopBuffering();
+      else chunks.push(chunk);
+    });
+    req.once('end', () => resolve({ body: overflow ? EMPTY : Buffer.concat(chunks, size), overflow, wireBytes }));
+    req.once('error', reject);
+    req.once('aborted', () => reject(new Error('the client aborted the request')));
+
+    function stopBuffering(): void {
+      overflow = true;
+      chunks.length = 0;
+      resolve({ body: EMPTY, overflow, wireBytes });
+    }
+    // Refuse a declared oversize body before reading any of it.
+    if (Number.isFinite(declared) && declared > limitBytes) stopBuffering();
+  });
+}

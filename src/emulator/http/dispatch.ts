@@ -1,0 +1,146 @@
+// Per request: turn the Node request into an EmuRequest, route it, and carry
+// out the answer, including the connection-level faults only this layer can
+// perform (drop the connection, GOAWAY, hang).
+import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
+import type { IncomingMessage } from 'node:http';
+import type { ClusterApi } from '../clusters/index.js';
+import { EmulatorClosedError } from '../delays.js';
+import type { EventsApi } from '../events/events-api.js';
+import { jsonError, type EventsOutcome, type EventsResult } from '../events/outcome.js';
+import type { StatsCollector } from '../stats.js';
+import type { EmuRequest, EventsRequestRecord } from '../types.js';
+import { readBody } from './body.js';
+import type { ConnectionTracker } from './connections.js';
+import { sendResponse, type AnyResponse } from './respond.js';
+
+type AnyRequest = IncomingMessage | Http2ServerRequest;
+
+/** Cluster API bodies are small JSON documents. */
+const CLUSTER_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface DispatchDeps {
+  connections: ConnectionTracker;
+  maxBodyBytes: number;
+  events: EventsApi;
+  clusters: ClusterApi;
+  stats: StatsCollector;
+  now: () => number;
+  record(record: EventsRequestRecord): void;
+}
+
+export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: AnyResponse) => Promise<void> {
+  return async (req, res) => {
+    req.on('error', () => {}); // client aborts surface in readBody; keep them from crashing the process
+    const url = new URL(req.url ?? '/', 'http://emulator.invalid');
+    const http2 = req.httpVersionMajor === 2;
+    if (!http2 && deps.connections.isOverLimit(req.socket as never)) {
+      req.resume();
+      if (url.pathname === '/v0/events') deps.stats.countRequest(429);
+      sendResponse(res, { status: 429, headers: { 'retry-after': '1' }, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
+      return;
+    }
+    if (url.pathname === '/v0/events') return handleEvents(deps, req, res, url, http2);
+    if (url.pathname.startsWith('/v0/organizations/')) return handleClusters(deps, req, res, url);
+    req.resume();
+    if (url.pathname === '/_emulator/stats' && req.method === 'GET') {
+      sendResponse(res, { status: 200, body: deps.stats.snapshot() });
+      return;
+    }
+    sendResponse(res, { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } });
+  };
+}
+
+async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL, http2: boolean): Promise<void> {
+  const atMs = deps.now();
+  let read;
+  try {
+    read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
+  } catch {
+    return; // the client went away mid-body: nothing to answer
+  }
+  const emuReq = toEmuRequest(req, url, read.body);
+  emuReq.bodyOverflow = read.overflow;
+  emuReq.httpVersion = http2 ? '2' : '1.1';
+  let result: EventsResult;
+  try {
+    result = await deps.events(emuReq);
+  } catch (err) {
+    if (err instanceof EmulatorClosedError) return; // close() is dropping this connection anyway
+    result = { outcome: jsonError(500, `emulator error: ${(err as Error).message}`), name: null, decodedBytes: null };
+  }
+  const outcome = result.outcome;
+  const label = outcome.kind === 'respond' ? outcome.response.status : outcome.kind;
+  deps.stats.countRequest(label);
+  deps.record({
+    at: atMs,
+    name: url.searchParams.get('name'),
+    wait: url.searchParams.get('wait'),
+    authorization: req.headers.authorization,
+    contentEncoding: req.headers['content-encoding'],
+    bodyBytes: read.wireBytes,
+    decodedBytes: result.decodedBytes,
+    outcome: label,
+    httpVersion: emuReq.httpVersion,
+  });
+  carryOut(deps, req, res, outcome);
+}
+
+function carryOut(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, outcome: EventsOutcome): void {
+  switch (outcome.kind) {
+    case 'respond':
+      sendResponse(res, outcome.response);
+      return;
+    case 'hang':
+      return; // close() destroys the connection
+    case 'goaway':
+      if (isHttp2(req)) {
+        // Sends GOAWAY with REFUSED_STREAM (0x07) and closes the session; the
+        // stream stays unanswered, so the client cannot know the rows went in.
+        req.stream.session?.destroy(new Error('goaway fault'), h2constants.NGHTTP2_REFUSED_STREAM);
+        return;
+      }
+      dropConnection(deps, req); // HTTP/1.1 has no GOAWAY: behave like reset_after_insert
+      return;
+    case 'reset':
+      dropConnection(deps, req);
+      return;
+  }
+}
+
+function dropConnection(deps: DispatchDeps, req: AnyRequest): void {
+  const socket = isHttp2(req) ? deps.connections.realSocket(req.stream.session?.socket as never) : (req.socket as never);
+  if (socket) socket.destroy();
+  else if (isHttp2(req)) req.stream.session?.destroy();
+}
+
+async function handleClusters(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL): Promise<void> {
+  let read;
+  try {
+    read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES);
+  } catch {
+    return;
+  }
+  if (read.overflow) {
+    sendResponse(res, { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } });
+    return;
+  }
+  try {
+    const response = await deps.clusters.handle(toEmuRequest(req, url, read.body));
+    sendResponse(res, response ?? { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } });
+  } catch (err) {
+    sendResponse(res, { status: 500, body: { error: `emulator error: ${(err as Error).message}` } });
+  }
+}
+
+function toEmuRequest(req: AnyRequest, url: URL, body: Buffer): EmuRequest {
+  const headers: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(':')) continue;
+    headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers, body };
+}
+
+function isHttp2(req: AnyRequest): req is Http2ServerRequest {
+  return req.httpVersionMajor === 2;
+}

@@ -1,0 +1,75 @@
+// The emulator's listening socket: plain HTTP/1.1, or with TLS an HTTP/2
+// server that also speaks HTTP/1.1 (ALPN), like the platform. close() does not
+// wait for clients: it destroys every session and socket, hung requests
+// included, so tests and the CLI stop at once.
+import http from 'node:http';
+import http2 from 'node:http2';
+import type { AddressInfo, Server } from 'node:net';
+import { ListenError } from '../errors.js';
+import type { TlsMaterial } from '../tls-cert.js';
+import { ConnectionTracker } from './connections.js';
+import type { AnyResponse } from './respond.js';
+
+export interface HttpServerOptions {
+  tls: TlsMaterial | null;
+  maxConnections: number;
+}
+
+type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: AnyResponse) => Promise<void>;
+
+export class EmulatorHttpServer {
+  readonly connections: ConnectionTracker;
+  readonly #server: Server;
+  #closing: Promise<void> | null = null;
+
+  constructor(opts: HttpServerOptions, handler: (tracker: ConnectionTracker) => Handler) {
+    this.connections = new ConnectionTracker(opts.maxConnections);
+    const onRequest = handler(this.connections);
+    const listener = (req: http.IncomingMessage | http2.Http2ServerRequest, res: AnyResponse): void => {
+      onRequest(req, res).catch((err: unknown) => {
+        // A bug in a handler must not take the emulator down; the client sees the drop.
+        process.emitWarning(`emulator request handler failed: ${(err as Error)?.stack ?? String(err)}`);
+        res.destroy();
+      });
+    };
+    if (opts.tls) {
+      const server = http2.createSecureServer({ allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key }, listener);
+      server.on('session', (session) => this.#onSession(session));
+      // Session and stream errors (peer resets) are the client's business; keep them off 'error'.
+      server.on('sessionError', () => {});
+      server.on('tlsClientError', () => {});
+      this.#server = server;
+    } else {
+      this.#server = http.createServer(listener);
+    }
+    this.connections.attach(this.#server, opts.tls !== null);
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(new ListenError(`${host}:${port}`, err));
+      this.#server.once('error', onError);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', onError);
+        resolve(this.#server.address() as AddressInfo);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.connections.destroyAll();
+    });
+    return this.#closing;
+  }
+
+  #onSession(session: http2.ServerHttp2Session): void {
+    this.connections.trackSession(session);
+    session.on('error', () => {});
+    if (this.connections.isOverLimit(session.socket as never)) {
+      // Too many alive connections: what the platform answers on HTTP/2.
+      session.destroy(new Error('too many connections'), http2.constants.NGHTTP2_REFUSED_STREAM);
+    }
+  }
+}

@@ -1,0 +1,77 @@
+// EmulatorOptions with defaults applied and checked once at start-up.
+import { randomBytes } from 'node:crypto';
+import { EmulatorOptionError } from './errors.js';
+import { parseFaults } from './faults.js';
+import type { EmulatorOptions, Fault } from './types.js';
+
+export const DEFAULT_LISTEN = '127.0.0.1:7181';
+export const DEFAULT_RPS = 100; // the platform's Events API limit per organization
+export const DEFAULT_MAX_BODY_BYTES = 10 * 1000 * 1000; // 10 MB, decoded
+export const DEFAULT_REPLICA_DELAY_MS = 5000;
+export const DEFAULT_MAX_CONNECTIONS = 250; // the platform's limit per IP address
+export const DEFAULT_ORG = 'emulator_org';
+
+export interface ResolvedOptions {
+  host: string;
+  port: number;
+  dataDir: string | null;
+  tokens: string[];
+  adminToken: string;
+  foreignToken: string;
+  org: string;
+  rps: number;
+  maxBodyBytes: number;
+  replicaDelayMs: number;
+  tls: boolean;
+  faults: Fault[];
+  maxConnections: number;
+  recordRequests: boolean;
+  validateRows: boolean;
+  opensslPath: string;
+  now: () => number;
+  random: () => number;
+}
+
+export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
+  const { host, port } = parseListen(opts.listen ?? DEFAULT_LISTEN);
+  const tokens = opts.tokens && opts.tokens.length > 0 ? [...opts.tokens] : [generateToken('events')];
+  return {
+    host,
+    port,
+    dataDir: opts.dataDir ?? null,
+    tokens,
+    adminToken: opts.adminToken ?? generateToken('admin'),
+    foreignToken: opts.foreignToken ?? generateToken('foreign'),
+    org: opts.org ?? DEFAULT_ORG,
+    rps: positiveInt('rps', opts.rps ?? DEFAULT_RPS, 1),
+    maxBodyBytes: positiveInt('maxBody', opts.maxBody ?? DEFAULT_MAX_BODY_BYTES, 1),
+    replicaDelayMs: positiveInt('replicaDelayMs', opts.replicaDelayMs ?? DEFAULT_REPLICA_DELAY_MS, 0),
+    tls: opts.tls ?? false,
+    faults: parseFaults(opts.faults ?? []),
+    maxConnections: positiveInt('maxConnections', opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1),
+    recordRequests: opts.recordRequests ?? false,
+    validateRows: opts.validateRows ?? true,
+    opensslPath: opts.opensslPath ?? 'openssl',
+    now: opts.now ?? Date.now,
+    random: opts.random ?? Math.random,
+  };
+}
+
+/** "HOST:PORT", "[::1]:PORT"; port 0 picks a free port. */
+export function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(listen);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) {
+    throw new EmulatorOptionError(`listen address ${JSON.stringify(listen)} is not HOST:PORT; use e.g. 127.0.0.1:7181 (port 0 picks a free one)`);
+  }
+  return { host: (m[1] ?? m[2])!, port };
+}
+
+function positiveInt(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) throw new EmulatorOptionError(`${name} must be an integer >= ${min}, got ${value}`);
+  return value;
+}
+
+function generateToken(kind: string): string {
+  return `emu_${kind}_${randomBytes(16).toString('hex')}`;
+}
