@@ -37,7 +37,7 @@ export function parseCommandArgs<O extends Options>(
     const code = (err as { code?: string }).code;
     if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
       const msg = (err as Error).message.replace(/\. To specify a positional argument.*$/s, '');
-      throw new UsageError(`spoolship ${command}: ${msg}; see 'spoolship ${command} --help'`);
+      throw new UsageError(`${msg}; see 'spoolship ${command} --help'`);
     }
     throw err;
   }

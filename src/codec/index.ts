@@ -11,7 +11,9 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import * as zstd from '@mongodb-js/zstd';
 
-export type CodecName = 'zstd' | 'gzip' | 'none';
+import type { CodecName } from './levels.js';
+
+export type { CodecName };
 
 export interface Codec {
   readonly name: CodecName;
@@ -34,12 +36,7 @@ export function createCodec(name: CodecName, level: number): Codec {
   }
 }
 
-/** Valid levels per codec, for config validation. */
-export const CODEC_LEVELS: Record<CodecName, { min: number; max: number }> = {
-  zstd: { min: 1, max: 22 },
-  gzip: { min: 0, max: 9 },
-  none: { min: 0, max: 22 },
-};
+export { CODEC_LEVELS } from './levels.js';
 
 export class UnsupportedEncodingError extends Error {
   readonly code = 'SPOOLSHIP_ERR_UNSUPPORTED_ENCODING';

@@ -77,4 +77,8 @@ export interface LoadedConfig {
   file: string | null;
   /** Non-fatal findings, e.g. a SPOOLSHIP_* variable that names no key. */
   warnings: string[];
+  /** How `file` was chosen: -c, SPOOLSHIP_CONFIG, ./config, /etc, or none found. */
+  source: 'flag' | 'env' | 'cwd' | 'system' | 'none';
+  /** The files looked for, in lookup order, up to the one used. */
+  searched: string[];
 }

@@ -1,0 +1,109 @@
+// Checks of single string values that need more than a type: URLs, listen
+// addresses, Data Source names, the spool.sources routes.
+import path from 'node:path';
+import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
+import { isPlainObject, plain } from './raw.js';
+import { closest } from './suggest.js';
+import type { SourceRoute } from './types.js';
+
+export function baseUrl(s: string): Parsed<string> {
+  if (s === 'embedded') return ok(s);
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return bad('must be an http(s) URL such as https://api.example.com, or "embedded" for the in-process emulator');
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return bad('must start with https:// or http://, or be "embedded"');
+  if (u.search || u.hash) return bad('must not have a query or fragment; give the API host only, e.g. https://api.example.com');
+  if (u.username || u.password) return bad('must not carry credentials; put the token in api.token or api.token_file');
+  // A trailing slash would give "//v0/events" once the sender appends its path.
+  return ok(s.replace(/\/+$/, ''));
+}
+
+const LISTEN_RE = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/;
+
+export function listenAddress(s: string): Parsed<string> {
+  if (s === '') return ok(s);
+  const m = LISTEN_RE.exec(s);
+  if (!m || Number(m[3]) > 65535) {
+    return bad('must be host:port (127.0.0.1:9464, 0.0.0.0:9464, [::1]:9464), or "" to disable the admin server');
+  }
+  return ok(s);
+}
+
+export function redisUrl(s: string): Parsed<string> {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return bad('must be a URL such as redis://redis:6379 or rediss://:PASSWORD@redis:6380 (percent-encode special characters in the password)');
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return bad('must start with redis:// or rediss:// (TLS)');
+  if (!u.hostname) return bad('has no host; e.g. redis://redis:6379');
+  return ok(s);
+}
+
+const DATASOURCE_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SOURCE_KEYS = ['include', 'datasource'];
+
+type Report = (at: string, value: unknown, why: string) => void;
+
+/**
+ * spool.sources: a list of `{ include: [glob, ...], datasource: NAME }`.
+ * Problems inside an entry carry their own sub-path (`[1].datasource`).
+ */
+export function sources(): Field<SourceRoute[]> {
+  return new Field('list of { include: [glob, ...], datasource: NAME }', (raw, ctx) => {
+    if (raw === null) return ok([]);
+    if (!Array.isArray(raw)) return bad('expected a list of { include: [glob, ...], datasource: NAME }, or []');
+    const routes: SourceRoute[] = [];
+    const sub: SubProblem[] = [];
+    const report: Report = (at, value, why) => sub.push({ at, value, why });
+    raw.forEach((entry, i) => {
+      const route = sourceRoute(entry, `[${i}]`, ctx.baseDir, report);
+      if (route) routes.push(route);
+    });
+    return sub.length === 0 ? ok(routes) : { ok: false, why: '', sub };
+  });
+}
+
+function sourceRoute(
+  entry: unknown,
+  at: string,
+  baseDir: string,
+  report: Report,
+): SourceRoute | null {
+  if (!isPlainObject(entry)) {
+    report(at, plain(entry), 'expected a mapping { include: [glob, ...], datasource: NAME }');
+    return null;
+  }
+  let fine = true;
+  for (const key of Object.keys(entry)) {
+    if (SOURCE_KEYS.includes(key)) continue;
+    const hint = closest(key, SOURCE_KEYS);
+    report(`${at}.${key}`, plain(entry[key]), `unknown key${hint ? `; did you mean ${hint}?` : '; a source has only include and datasource'}`);
+    fine = false;
+  }
+  const name = textOf(entry.datasource);
+  if (typeof name !== 'string' || !DATASOURCE_RE.test(name)) {
+    report(`${at}.datasource`, plain(entry.datasource), 'must be a Data Source name: letters, digits and _, not starting with a digit');
+    fine = false;
+  }
+  // A single glob is accepted as a one-element list.
+  const rawInclude = typeof entry.include === 'string' ? [entry.include] : entry.include;
+  const include: string[] = [];
+  if (!Array.isArray(rawInclude) || rawInclude.length === 0) {
+    report(`${at}.include`, plain(entry.include), 'must be a non-empty list of globs, e.g. ["/var/log/app/*.ndjson"]');
+    fine = false;
+  } else {
+    rawInclude.forEach((g, j) => {
+      const s = textOf(g);
+      if (typeof s !== 'string' || s.trim() === '') {
+        report(`${at}.include[${j}]`, plain(g), 'must be a glob string, e.g. "/var/log/app/*.ndjson"');
+        fine = false;
+      } else include.push(path.resolve(baseDir, s));
+    });
+  }
+  return fine ? { include, datasource: name as string } : null;
+}

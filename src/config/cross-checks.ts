@@ -1,0 +1,87 @@
+// Rules between keys, run after each key passed its own check (a key that
+// failed is skipped here, so one mistake is reported once).
+import { existsSync } from 'node:fs';
+import { CODEC_LEVELS } from '../codec/levels.js';
+import type { ConfigProblem } from '../errors.js';
+import { DEFAULTS } from './defaults.js';
+import type { Origins } from './raw.js';
+import type { Config } from './types.js';
+import { formatBytes } from './units.js';
+
+export interface CrossResult {
+  problems: ConfigProblem[];
+  warnings: string[];
+}
+
+type Usable = (...keyPaths: string[]) => boolean;
+
+export function crossCheck(c: Config, failed: ReadonlySet<string>, origins: Origins): CrossResult {
+  const usable: Usable = (...paths) => paths.every((p) => !failed.has(p));
+  return { problems: problems(c, usable, origins), warnings: warnings(c, usable) };
+}
+
+function problems(c: Config, usable: Usable, origins: Origins): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const problem = (path: string, value: unknown, why: string) => out.push({ path, value, why });
+  if (usable('api.token', 'api.token_file') && c.api.token !== null && c.api.token_file !== null) {
+    const by = origins.has('api.token') ? ` (set by ${origins.get('api.token')})` : '';
+    problem('api.token_file', c.api.token_file, `api.token is set too${by}; set only one: token_file (re-read on SIGHUP and when it changes) or token`);
+  }
+  if (usable('batch.max_open_bytes', 'batch.max_bytes') && c.batch.max_open_bytes < c.batch.max_bytes) {
+    problem('batch.max_open_bytes', c.batch.max_open_bytes, `must be >= batch.max_bytes (${formatBytes(c.batch.max_bytes)}): open batches must fit at least one full batch`);
+  }
+  if (usable('queue.max_bytes', 'batch.max_bytes') && c.queue.max_bytes < c.batch.max_bytes) {
+    problem('queue.max_bytes', c.queue.max_bytes, `must be >= batch.max_bytes (${formatBytes(c.batch.max_bytes)}): the retry queue must hold at least one batch`);
+  }
+  if (usable('retry.initial_ms', 'retry.max_ms') && c.retry.initial_ms > c.retry.max_ms) {
+    problem('retry.initial_ms', c.retry.initial_ms, `must be <= retry.max_ms (${c.retry.max_ms})`);
+  }
+  if (usable('compression.codec', 'compression.level')) {
+    const { min, max } = CODEC_LEVELS[c.compression.codec];
+    if (c.compression.level < min || c.compression.level > max) {
+      problem('compression.level', c.compression.level, `must be ${min}..${max} for ${c.compression.codec}`);
+    }
+  }
+  if (usable('api.http2', 'api.base_url') && c.api.http2 && !c.api.base_url.startsWith('https://')) {
+    problem('api.http2', true, 'HTTP/2 needs TLS (ALPN): use an https:// api.base_url, or set http2: false');
+  }
+  return out;
+}
+
+function warnings(c: Config, usable: Usable): string[] {
+  const out: string[] = [];
+  if (usable('spool.max_line_bytes', 'batch.max_bytes') && c.spool.max_line_bytes > c.batch.max_bytes) {
+    // A warning, not a problem: lowering batch.max_bytes alone is a normal edit.
+    out.push(
+      `spool.max_line_bytes (${formatBytes(c.spool.max_line_bytes)}) is above batch.max_bytes (${formatBytes(c.batch.max_bytes)}): ` +
+        'a line longer than a batch cannot be sent and goes to dead letters (line_too_long); set spool.max_line_bytes <= batch.max_bytes to say so explicitly',
+    );
+  }
+  if (usable('limits.requests_per_second', 'limits.fallback_requests_per_second') && c.limits.fallback_requests_per_second > c.limits.requests_per_second) {
+    out.push(
+      `limits.fallback_requests_per_second (${c.limits.fallback_requests_per_second}) is above limits.requests_per_second (${c.limits.requests_per_second}); ` +
+        'while Redis is down each agent would send more than the shared budget',
+    );
+  }
+  if (usable('api.base_url', 'api.token', 'api.token_file')) out.push(...apiWarnings(c));
+  for (const key of ['token_file', 'ca_file'] as const) {
+    const file = c.api[key];
+    if (file !== null && usable(`api.${key}`) && !existsSync(file)) {
+      out.push(`api.${key}: ${file} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
+    }
+  }
+  return out;
+}
+
+function apiWarnings(c: Config): string[] {
+  if (c.api.base_url === 'embedded') return [];
+  const out: string[] = [];
+  if (c.api.base_url === DEFAULTS.api.base_url) {
+    out.push(`api.base_url is the placeholder ${DEFAULTS.api.base_url}; set it to the API host of your Workspace's region`);
+  }
+  if (/\/v0$/.test(c.api.base_url)) out.push('api.base_url ends in /v0; spoolship adds /v0/events itself, so give the host only');
+  if (c.api.token === null && c.api.token_file === null) {
+    out.push('no API token: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one');
+  }
+  return out;
+}

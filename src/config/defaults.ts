@@ -1,0 +1,65 @@
+// The defaults of SPEC section 2, in effective form (bytes, milliseconds).
+// `api.token` and `clusters.token` default to SPOOLSHIP_TOKEN and
+// SPOOLSHIP_ADMIN_TOKEN (see env-defaults.ts); null here.
+import type { Config } from './types.js';
+
+export const DEFAULTS: Config = {
+  api: {
+    base_url: 'https://api.example.com', // a placeholder: set the host of the Workspace's region
+    token: null,
+    token_file: null,
+    wait: true,
+    http2: false,
+    ca_file: null,
+    timeout_ms: 60_000, // 60 s per request, headers and body
+  },
+  spool: {
+    dir: './spool', // resolved against the working directory
+    sources: [],
+    start_at: 'beginning',
+    on_complete: 'keep',
+    idle_ms: 30_000, // 30 s
+    max_line_bytes: 10 * 1000 * 1000, // 10 MB, excluding the newline
+  },
+  state_dir: './state', // resolved against the working directory
+  batch: {
+    max_bytes: 10 * 1000 * 1000, // 10 MB, uncompressed (the platform's request limit)
+    linger_ms: 1000, // 1 s
+    max_open_bytes: 64 * 1024 * 1024, // 64 MiB, all open batches together
+  },
+  validate: 'none',
+  compression: {
+    codec: 'zstd',
+    level: 3,
+  },
+  limits: {
+    requests_per_second: 100, // the platform's Events API limit per organization
+    budget_id: null,
+    max_in_flight: 8,
+    max_connections: 8,
+    redis_url: null,
+    fallback_requests_per_second: 10,
+  },
+  retry: {
+    initial_ms: 500,
+    max_ms: 60_000, // 60 s
+    multiplier: 2,
+  },
+  queue: { max_bytes: 1024 * 1024 * 1024 }, // 1 GiB on disk
+  dead_letter: { max_bytes: 1024 * 1024 * 1024 }, // 1 GiB on disk
+  shutdown_timeout_ms: 25_000, // 25 s: inside Kubernetes' default 30 s grace period
+  admin: { listen: '127.0.0.1:9464' },
+  clusters: { org: null, token: null },
+  log: { level: 'info', format: 'auto' },
+};
+
+/** The last place the lookup tries (SPEC section 2). */
+export const SYSTEM_CONFIG_FILE = '/etc/spoolship/spoolship.yaml';
+/** Relative to the working directory. */
+export const CWD_CONFIG_FILE = 'config/spoolship.yaml';
+
+/** The platform's Events API request limit on paid plans (uncompressed body). */
+export const MAX_BATCH_BYTES = 100 * 1000 * 1000; // 100 MB
+export const MIN_BATCH_BYTES = 1000; // 1 KB
+/** The platform allows 250 sockets per IP address and region. */
+export const MAX_CONNECTIONS = 250;

@@ -1,0 +1,120 @@
+// loadConfig: locate -> read -> parse -> interpolate -> env overrides ->
+// defaults + validation -> cross-checks -> freeze. Every problem found on the
+// way is collected into one ConfigError, so a user fixes a file in one pass.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, type ConfigProblem } from '../errors.js';
+import { crossCheck } from './cross-checks.js';
+import { applyEnvOverrides, applyTokenDefaults } from './env-overrides.js';
+import { deepFreeze } from './freeze.js';
+import { locateConfig, type LocateOptions } from './locate.js';
+import { cloneRaw, isPlainObject, type Origins } from './raw.js';
+import { redactValue } from './redact.js';
+import { isSingleReference } from './interpolate.js';
+import { keyPaths } from './schema.js';
+import type { Config, LoadedConfig } from './types.js';
+import { validateTree } from './validate.js';
+import { documentToRaw, parseYaml } from './yaml-tree.js';
+
+export interface LoadConfigOptions extends LocateOptions {
+  /** Called for every warning, also when loading then fails (a misspelt SPOOLSHIP_* may be why). */
+  onWarning?: (message: string) => void;
+}
+
+export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
+  const located = locateConfig(opts);
+  const warnings: string[] = [];
+  let tree: unknown = {};
+  let pending: ConfigProblem[] = [];
+  let referenced = new Set<string>();
+  if (located.file) {
+    ({ tree, pending, referenced } = readConfigFile(located.file, opts.env));
+  } else {
+    warnings.push(`no config file found (looked for ${located.searched.join(', ')}); using the defaults and SPOOLSHIP_* variables`);
+    for (const w of warnings) opts.onWarning?.(w);
+  }
+  const resolved = resolveConfig(tree, {
+    env: opts.env,
+    cwd: opts.cwd,
+    baseDir: located.file ? path.dirname(located.file) : opts.cwd,
+    source: located.file ?? undefined,
+    pendingProblems: pending,
+    referencedVariables: referenced,
+    onWarning: opts.onWarning,
+  });
+  return { config: resolved.config, file: located.file, warnings: [...warnings, ...resolved.warnings], source: located.source, searched: located.searched };
+}
+
+/** Read, parse and interpolate one file; YAML syntax errors throw at once. */
+function readConfigFile(file: string, env: NodeJS.ProcessEnv): { tree: unknown; pending: ConfigProblem[]; referenced: Set<string> } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError([{ path: file, value: code, why: 'cannot read the config file; check its permissions' }], file);
+  }
+  const { doc, problems } = parseYaml(text, file);
+  if (!doc) throw new ConfigError(problems, file);
+  const { value, problems: pending, referenced } = documentToRaw(doc, env);
+  return { tree: value, pending, referenced };
+}
+
+export interface ResolveOptions {
+  env: NodeJS.ProcessEnv;
+  /** Relative spool.dir, state_dir, api.token_file and api.ca_file resolve here. */
+  cwd: string;
+  /** Relative spool.sources globs resolve here (the config file's directory). */
+  baseDir: string;
+  /** Named in the ConfigError message. */
+  source?: string;
+  /** Problems found before (unset ${VAR}); dropped for keys an env override replaces. */
+  pendingProblems?: readonly ConfigProblem[];
+  /** Variables the file's ${VAR}s use: a SPOOLSHIP_* one among them is no "unknown variable". */
+  referencedVariables?: ReadonlySet<string>;
+  /** Called for every warning, also when the config is then rejected. */
+  onWarning?: (message: string) => void;
+}
+
+/**
+ * Validate an already-parsed config object (e.g. `YAML.parse` output; no
+ * `${VAR}` interpolation here): apply SPOOLSHIP_* overrides and token
+ * defaults, fill defaults, check, freeze. `tree` is not modified. Throws
+ * ConfigError with every problem.
+ */
+export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Readonly<Config>; warnings: string[] } {
+  const raw = cloneRaw(tree ?? {});
+  const origins: Origins = new Map();
+  const warnings: string[] = [];
+  if (isPlainObject(raw)) {
+    warnings.push(...applyEnvOverrides(raw, opts.env, origins, opts.referencedVariables));
+    warnings.push(...applyTokenDefaults(raw, opts.env, origins));
+  }
+  // Under an unknown key the "unknown key" problem says enough; under an
+  // overridden key the file's value does not matter.
+  const pending = (opts.pendingProblems ?? []).flatMap((problem) => {
+    const key = keyOf(problem.path);
+    return key === null || origins.has(key) ? [] : [{ problem, key }];
+  });
+  const reported = new Set(pending.map(({ key }) => key));
+  const v = validateTree(raw, { cwd: opts.cwd, baseDir: opts.baseDir, origins, reported });
+  const cross = crossCheck(v.config, new Set([...v.failed, ...reported]), origins);
+  const allWarnings = [...warnings, ...cross.warnings];
+  for (const w of allWarnings) opts.onWarning?.(w);
+  const problems = [...pending.map(({ problem, key }) => redactPending(problem, key)), ...v.problems, ...cross.problems];
+  if (problems.length > 0) throw new ConfigError(problems, opts.source);
+  return { config: deepFreeze(v.config), warnings: allWarnings };
+}
+
+/** `token: ${SPOOLSHIP_TOKEN}` holds no secret and is worth showing; `token: abc${X}` does. */
+function redactPending(problem: ConfigProblem, key: string): ConfigProblem {
+  if (typeof problem.value === 'string' && isSingleReference(problem.value)) return problem;
+  return { ...problem, value: redactValue(key, problem.value) };
+}
+
+const KEY_PATHS = keyPaths();
+
+/** The schema key a problem path falls under: `spool.sources[0].include` -> `spool.sources`. */
+function keyOf(problemPath: string): string | null {
+  return KEY_PATHS.find((k) => problemPath === k || problemPath.startsWith(`${k}.`) || problemPath.startsWith(`${k}[`)) ?? null;
+}

@@ -1,0 +1,70 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ROOT, runCli, tempDir, writeFile } from './helpers.js';
+
+describe('spoolship check-config (built CLI)', () => {
+  it('prints all three mistakes as path: value: why and exits 2', () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'bad.yaml', 'api:\n  base_url: embedded\n  retries: 3\nspool:\n  start_at: middle\nbatch:\n  max_bytes: 10 parsecs\n');
+    const r = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`invalid configuration in ${file} (3 problems)`);
+    expect(r.stderr).toContain('api.retries: 3: unknown key;');
+    expect(r.stderr).toContain('spool.start_at: "middle": must be one of beginning, end');
+    expect(r.stderr).toContain('batch.max_bytes: "10 parsecs": not a size; write bytes (10000000) or a number with KB, MB, GB');
+  });
+
+  it('prints the effective config with the token redacted, warnings on stderr, and exits 0', () => {
+    const dir = tempDir();
+    const token = 'p.eyJ1IjoiZmFrZS10b2tlbi1mb3ItdGVzdHMifQ';
+    const file = writeFile(dir, 'c.yaml', 'api:\n  base_url: https://api.eu.example.com/\nlimits:\n  redis_url: redis://:hunter2@redis:6379\n');
+    const r = runCli(['check-config', '-c', file], { cwd: dir, env: { SPOOLSHIP_TOKEN: token, SPOOLSHIP_ADMIN_TOKEN: 'adm1n-s3cret', SPOOLSHIP_BATCH_LINGER: '5' } });
+    expect(r.code).toBe(0);
+    const out = r.stdout + r.stderr;
+    expect(out).not.toContain(token);
+    expect(out).not.toContain('adm1n-s3cret');
+    expect(out).not.toContain('hunter2');
+    expect(r.stdout.split('\n')[0]).toBe(`# spoolship effective configuration, from ${file} (named by -c)`);
+    const shown = parse(r.stdout);
+    expect(shown.api.token).toBe('***');
+    expect(shown.clusters.token).toBe('***');
+    expect(shown.api.token_file).toBeNull();
+    expect(shown.limits.redis_url).toBe('redis://:***@redis:6379');
+    expect(shown.api.base_url).toBe('https://api.eu.example.com');
+    expect(shown.batch.max_open_bytes).toBe(67_108_864);
+    expect(shown.state_dir).toBe(path.join(dir, 'state'));
+    expect(r.stderr).toContain('spoolship check-config: warning: SPOOLSHIP_BATCH_LINGER names no config key');
+  });
+
+  it('finds ./config/spoolship.yaml from the working directory (the quick start) with no env', () => {
+    const r = runCli(['check-config'], { cwd: ROOT });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.split('\n')[0]).toBe(`# spoolship effective configuration, from ${path.join(ROOT, 'config/spoolship.yaml')} (found in the working directory)`);
+    expect(parse(r.stdout).api.base_url).toBe('embedded');
+  });
+
+  it('uses SPOOLSHIP_CONFIG, and exits 2 when the named file does not exist', () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'x.yaml', 'batch:\n  linger_ms: 7\n');
+    const ok = runCli(['check-config'], { cwd: dir, env: { SPOOLSHIP_CONFIG: file } });
+    expect(ok.code).toBe(0);
+    expect(parse(ok.stdout).batch.linger_ms).toBe(7);
+    const missing = runCli(['check-config', '-c', 'nope.yaml'], { cwd: dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`-c: "${path.join(dir, 'nope.yaml')}": no such file`);
+  });
+
+  it('has a usage text and rejects unknown flags with exit 2', () => {
+    const dir = tempDir();
+    const help = runCli(['check-config', '--help'], { cwd: dir });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: spoolship check-config [-c FILE]');
+    expect(help.stdout).toContain('SPOOLSHIP_<SECTION>__<KEY>');
+    const bad = runCli(['check-config', '--bogus'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("see 'spoolship check-config --help'");
+  });
+});
