@@ -213,8 +213,10 @@ export class Batcher {
     reason: 'line_too_long' | 'invalid_json',
   ): void {
     const entry = this.deps.store.progress.claim(file.key, start, end, DEAD_LETTER_OWNER);
+    // A too-long line is kept only up to max_line_bytes (bytes says how long it was).
+    const kept = reason === 'line_too_long' ? line.subarray(0, this.deps.maxLineBytes) : line;
     this.deps.onDeadLetter(
-      { datasource: file.ds, reason, file: file.path, offset: start, bytes: totalLen, status: null, line: Buffer.from(line) },
+      { datasource: file.ds, reason, file: file.path, offset: start, bytes: totalLen, status: null, line: Buffer.from(kept) },
       file.key,
       entry,
     );

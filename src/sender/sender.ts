@@ -81,6 +81,7 @@ export class Sender {
   private readonly learned = new Map<string, number>();
   private pausedUntil = 0;
   private stopping = false;
+  private readonly stopAc = new AbortController();
 
   constructor(private readonly o: SenderOptions) {
     this.inFlight = new Semaphore(o.maxInFlight);
@@ -114,6 +115,7 @@ export class Sender {
   /** No new attempts; waiting batches return 'aborted' (their intents stay for the next start). */
   stop(): void {
     this.stopping = true;
+    this.stopAc.abort();
     this.notifier.notify();
   }
 
@@ -135,7 +137,7 @@ export class Sender {
       ctx.ownsDsPark = true;
       ctx.bisecting = false;
       ctx.probes = 0;
-      if (await park.pass()) park.releaseProbe();
+      if (await park.pass(this.stopAc.signal)) park.releaseProbe();
       if (this.stopping) return 'aborted';
     }
   }
@@ -226,7 +228,7 @@ export class Sender {
   private async waitUntilClear(ds: string, ctx: Ctx): Promise<boolean | 'aborted'> {
     for (;;) {
       if (this.stopping) return 'aborted';
-      const probe = await this.budgetPark.pass();
+      const probe = await this.budgetPark.pass(this.stopAc.signal);
       if (this.stopping) {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';

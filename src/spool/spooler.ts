@@ -160,11 +160,9 @@ export class Spooler {
   private async detach(t: FileTailer): Promise<void> {
     // Renamed out of the patterns, or deleted. An open descriptor still reads
     // it to the end; without one, look for the inode in the same directory.
-    if (!t.fh) {
-      const found = await findByInode(path.dirname(t.path), t.dev, t.ino);
-      if (found) t.path = found;
-      await t.ensureOpen();
-    }
+    const found = await findByInode(path.dirname(t.path), t.dev, t.ino);
+    if (found) t.path = found;
+    if (!t.fh) await t.ensureOpen();
     t.detached = true;
   }
 
@@ -184,9 +182,11 @@ export class Spooler {
         if (meta) this.o.store.updateFile({ ...meta, path: p });
       }
       if (existing.finished) return existing.key;
-      if (st.size < existing.readOffset) await this.truncated(existing, st.size);
+      const changed = st.size !== existing.lastSize || st.mtimeMs !== existing.lastMtimeMs;
+      existing.lastMtimeMs = st.mtimeMs;
+      if (st.size < existing.readOffset) await this.restartFile(existing, st.size, 'truncated');
+      else if (changed && !(await this.startsAsKnown(existing, st.size))) await this.restartFile(existing, st.size, 'replaced');
       else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
-      await this.refreshFingerprint(existing, st.size);
       existing.lastSize = st.size;
       return existing.key;
     }
@@ -216,9 +216,11 @@ export class Spooler {
       const key = fileKey(dev, ino, gen);
       const f = await fingerprint(fh, size);
       const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
+      const mtimeMs = (await fh.stat()).mtimeMs;
       store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
       const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
       t.lastSize = size;
+      t.lastMtimeMs = mtimeMs;
       this.tailers.set(key, t);
       this.o.events.onDiscovered(ds, p);
       return key;
@@ -227,10 +229,11 @@ export class Spooler {
     }
   }
 
-  private async truncated(t: FileTailer, size: number): Promise<void> {
+  private async restartFile(t: FileTailer, size: number, why: 'truncated' | 'replaced'): Promise<void> {
     // copytruncate: lines written after our last read and before the
-    // truncation are gone; start again at 0 as a new generation so ranges of
-    // the old content are never confused with the new.
+    // truncation are gone. Inode reuse (delete, then create): a new file
+    // under an old inode. Either way: start again at 0 as a new generation,
+    // so ranges of the old content are never confused with the new.
     const gen = t.gen + 1;
     const key = fileKey(t.dev, t.ino, gen);
     this.tailers.delete(t.key);
@@ -239,18 +242,26 @@ export class Spooler {
     this.o.store.trackFile({ key, dev: t.dev, ino: t.ino, gen, fp: f.fp, fpLen: f.fpLen, path: t.path, ds: t.ds }, 0);
     t.resetTo(0, key, gen);
     this.tailers.set(key, t);
-    this.o.events.onTruncated(t.ds, t.path);
+    if (why === 'truncated') this.o.events.onTruncated(t.ds, t.path);
+    else this.o.events.onDiscovered(t.ds, t.path);
   }
 
-  private async refreshFingerprint(t: FileTailer, size: number): Promise<void> {
+  /**
+   * Does the file still start with the bytes we fingerprinted? While the
+   * fingerprint covers fewer than FINGERPRINT_BYTES it is extended as the
+   * file grows.
+   */
+  private async startsAsKnown(t: FileTailer, size: number): Promise<boolean> {
     const fp = this.o.store.progress.files.get(t.key);
-    if (!fp || fp.meta.fpLen >= FINGERPRINT_BYTES || size <= fp.meta.fpLen) return;
+    if (!fp) return true;
     const fh = await t.ensureOpen();
-    if (!fh) return;
-    // Same inode, but the first bytes changed: truncated and rewritten past our offset.
-    if (!(await sameContentStart(fh, size, fp.meta))) return this.truncated(t, size);
-    const f = await fingerprint(fh, size);
-    this.o.store.updateFile({ ...fp.meta, fp: f.fp, fpLen: f.fpLen });
+    if (!fh) return true;
+    if (!(await sameContentStart(fh, size, fp.meta))) return false;
+    if (fp.meta.fpLen < FINGERPRINT_BYTES && size > fp.meta.fpLen) {
+      const f = await fingerprint(fh, size);
+      this.o.store.updateFile({ ...fp.meta, fp: f.fp, fpLen: f.fpLen });
+    }
+    return true;
   }
 
   private findTailer(dev: number, ino: number): FileTailer | undefined {

@@ -30,6 +30,7 @@ export class FileTailer implements TrackedFileRef {
   finished = false;
   lastGrowthAt: number;
   lastSize = 0;
+  lastMtimeMs = 0;
 
   constructor(
     public key: string,

@@ -1,0 +1,118 @@
+// Fixtures for pipeline tests: a real emulator on port 0 storing rows in a
+// temp dir, a real agent in-process with a config built by the real config
+// module, and helpers to write spool files and read what arrived.
+import { existsSync, readFileSync } from 'node:fs';
+import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterEach, expect } from 'vitest';
+import { Agent } from '../../src/agent/agent.js';
+import { resolveConfig } from '../../src/config/index.js';
+import type { Config } from '../../src/config/types.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!().catch(() => undefined);
+});
+export function onCleanup(fn: () => Promise<unknown>): void {
+  cleanups.push(fn);
+}
+
+export async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-pipe-'));
+  onCleanup(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export async function startEmu(dir: string, opts: EmulatorOptions = {}): Promise<Emulator> {
+  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true, ...opts });
+  onCleanup(() => emu.close());
+  return emu;
+}
+
+type Tree = Record<string, unknown>;
+function merge(a: Tree, b: Tree): Tree {
+  const out: Tree = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' ? merge(a[k] as Tree, v as Tree) : v;
+  }
+  return out;
+}
+
+export function configFor(dir: string, emu: Emulator, overrides: Tree = {}): Readonly<Config> {
+  const base: Tree = {
+    api: { base_url: emu.url, token: emu.token, timeout_ms: 5000 },
+    spool: { dir: path.join(dir, 'spool'), idle_ms: 200 },
+    state_dir: path.join(dir, 'state'),
+    batch: { linger_ms: 50 },
+    retry: { initial_ms: 5, max_ms: 50 },
+    admin: { listen: '' },
+    log: { level: 'silent', format: 'json' },
+  };
+  return resolveConfig(merge(base, overrides), { env: {}, cwd: dir, baseDir: dir }).config;
+}
+
+export interface Running {
+  agent: Agent;
+  stop(): Promise<void>;
+}
+
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number } = {}): Promise<Running> {
+  let fatal: unknown = null;
+  const agent = await Agent.start(config, {
+    log: pino({ level: 'silent' }),
+    rescanMs: opts.rescanMs ?? 50,
+    onFatal: (err) => {
+      fatal = err;
+    },
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await agent.close();
+    if (fatal) throw fatal;
+  };
+  onCleanup(stop);
+  return { agent, stop };
+}
+
+export async function writeLines(file: string, lines: string[]): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await appendFile(file, lines.length ? `${lines.join('\n')}\n` : '');
+}
+
+export function jsonLines(prefix: string, from: number, count: number, pad = 0): string[] {
+  const out: string[] = [];
+  for (let i = from; i < from + count; i++) out.push(JSON.stringify({ id: `${prefix}-${i}`, n: i, pad: 'x'.repeat(pad) }));
+  return out;
+}
+
+/** Rows stored by the emulator for a Data Source, as text lines. */
+export function rows(emu: Emulator, dir: string, ds: string): string[] {
+  const f = path.join(dir, 'emu', `${ds}.ndjson`);
+  if (!existsSync(f)) return [];
+  const text = readFileSync(f, 'utf8');
+  return text.length ? text.slice(0, -1).split('\n') : [];
+}
+
+/** Poll an observable condition (emulator rows, files on disk) until it holds. */
+export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function expectExactlyOnce(got: string[], expected: string[]): void {
+  const counts = new Map<string, number>();
+  for (const g of got) counts.set(g, (counts.get(g) ?? 0) + 1);
+  const dups = [...counts].filter(([, n]) => n > 1).map(([l]) => l);
+  const missing = expected.filter((e) => !counts.has(e));
+  expect({ dups: dups.slice(0, 5), missing: missing.slice(0, 5), total: got.length }).toEqual({ dups: [], missing: [], total: expected.length });
+}

@@ -1,0 +1,197 @@
+import { appendFile, mkdir, readdir, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+
+describe('rotation and file handling', () => {
+  it('rename-and-create: the renamed file keeps its progress and its late writes; the new file is read from 0', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'app.ndjson');
+    const a = jsonLines('a', 0, 1000);
+    await writeLines(file, a);
+    const { stop } = await startAgent(configFor(dir, emu));
+    await waitFor(() => rows(emu, dir, 'ev').length === 1000, 'first file');
+    await rename(file, path.join(dir, 'spool', 'ev', 'app.1.ndjson'));
+    const late = jsonLines('late', 0, 200);
+    await writeLines(path.join(dir, 'spool', 'ev', 'app.1.ndjson'), late);
+    const b = jsonLines('b', 0, 300);
+    await writeLines(file, b);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 1500, 'all rows');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...late, ...b]);
+  });
+
+  it('a file renamed out of the patterns is read to its end, and its partial last line is sent whole', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'app.ndjson');
+    const a = jsonLines('a', 0, 100);
+    await writeLines(file, a);
+    const { stop } = await startAgent(configFor(dir, emu));
+    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'first rows');
+    const more = jsonLines('more', 0, 400);
+    await writeLines(file, more);
+    await appendFile(file, '{"tail":"no newline"}');
+    await rename(file, path.join(dir, 'spool', 'ev', 'app.ndjson.1'));
+    await waitFor(() => rows(emu, dir, 'ev').length === 501, 'rows after rename out of patterns');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...more, '{"tail":"no newline"}']);
+  });
+
+  it('copytruncate: detects the truncation, reads again from 0 and counts it', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'app.ndjson');
+    const a = jsonLines('a', 0, 500, 50);
+    await writeLines(file, a);
+    const { agent, stop } = await startAgent(configFor(dir, emu));
+    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'before truncation');
+    await truncate(file, 0);
+    const b = jsonLines('b', 0, 50);
+    await writeLines(file, b);
+    await waitFor(() => rows(emu, dir, 'ev').length === 550, 'after truncation');
+    const metrics = await agent.metrics.registry.getSingleMetricAsString('spoolship_truncations_total');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...b]);
+    expect(metrics).toMatch(/spoolship_truncations_total 1/);
+  });
+
+  it('a new file per period, and delete of a fully read file followed by a new one (inode reuse)', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const d = path.join(dir, 'spool', 'ev');
+    const expected: string[] = [];
+    const { stop } = await startAgent(configFor(dir, emu));
+    for (let period = 0; period < 4; period++) {
+      const lines = jsonLines(`p${period}`, 0, 100);
+      expected.push(...lines);
+      await writeLines(path.join(d, `app-2026-01-0${period + 1}.ndjson`), lines);
+      await waitFor(() => rows(emu, dir, 'ev').length === expected.length, `period ${period}`);
+    }
+    // Delete and re-create under the same name: the inode is often reused; the
+    // fingerprint of the first bytes tells the files apart.
+    const target = path.join(d, 'app-2026-01-01.ndjson');
+    await rm(target);
+    const fresh = jsonLines('fresh', 0, 100);
+    expected.push(...fresh);
+    await writeLines(target, fresh);
+    await waitFor(() => rows(emu, dir, 'ev').length === expected.length, 'recreated file');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+  });
+
+  it('follows a symlinked path to its target', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const real = path.join(dir, 'elsewhere', 'real.log');
+    const lines = jsonLines('s', 0, 300);
+    await writeLines(real, lines);
+    await mkdir(path.join(dir, 'spool', 'ev'), { recursive: true });
+    await symlink(real, path.join(dir, 'spool', 'ev', 'linked.ndjson'));
+    const { stop } = await startAgent(configFor(dir, emu));
+    await waitFor(() => rows(emu, dir, 'ev').length === 300, 'rows');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
+
+  it('a line over max_line_bytes goes to the dead-letter store, never sent, and the rest flows', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    const long = JSON.stringify({ big: 'y'.repeat(5000) });
+    const huge = JSON.stringify({ huge: 'z'.repeat(3 * 1024 * 1024) }); // longer than the 1 MiB read buffer
+    const ok1 = jsonLines('ok', 0, 10);
+    const ok2 = jsonLines('ok', 10, 10);
+    await writeLines(file, [...ok1, long, ...ok2, huge, '{"last":1}']);
+    const { stop } = await startAgent(configFor(dir, emu, { spool: { max_line_bytes: 1000 } }));
+    await waitFor(() => rows(emu, dir, 'ev').length === 21, 'rows');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...ok1, ...ok2, '{"last":1}']);
+    const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'ev.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(dl).toHaveLength(2);
+    expect(dl[0]).toMatchObject({ datasource: 'ev', reason: 'line_too_long', file, bytes: long.length, status: null });
+    expect(dl[0].offset).toBe(ok1.join('\n').length + 1);
+    expect(dl[0].line.length).toBe(1000); // kept truncated to max_line_bytes
+    expect(typeof dl[0].at).toBe('string');
+    expect(dl[1]).toMatchObject({ reason: 'line_too_long', bytes: huge.length });
+  });
+
+  it('ships 2,000 small files and gives idle descriptors back', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const expected: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const lines = jsonLines(`f${i}`, 0, 3);
+      expected.push(...lines);
+      await writeLines(path.join(dir, 'spool', 'many', `f${String(i).padStart(4, '0')}.ndjson`), lines);
+    }
+    const { stop } = await startAgent(configFor(dir, emu, { batch: { linger_ms: 100 }, spool: { idle_ms: 100 } }));
+    await waitFor(() => rows(emu, dir, 'many').length === expected.length, 'all files', 60_000);
+    // Idle files are closed: the process holds far fewer descriptors than files.
+    const fds = await waitFor(async () => {
+      const n = (await readdir('/proc/self/fd')).length;
+      return n < 500 ? n : 0;
+    }, 'descriptors to be released');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'many'), expected);
+    expect(fds).toBeLessThan(500);
+  });
+
+  it('routes spool.sources globs first, then <dir>/<datasource>/*.ndjson; start_at end skips existing data', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    await writeLines(path.join(dir, 'logs', 'web', 'access.json'), ['{"src":"glob"}']);
+    await writeLines(path.join(dir, 'spool', 'plain', 'a.ndjson'), ['{"src":"dir"}']);
+    await writeLines(path.join(dir, 'spool', 'plain', 'ignored.txt'), ['{"src":"not ndjson"}']);
+    const config = configFor(dir, emu, { spool: { sources: [{ include: ['logs/**/*.json'], datasource: 'from_glob' }] } });
+    const { stop } = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'from_glob').length === 1 && rows(emu, dir, 'plain').length === 1, 'both routes');
+    await stop();
+    expect(rows(emu, dir, 'from_glob')).toEqual(['{"src":"glob"}']);
+    expect(rows(emu, dir, 'plain')).toEqual(['{"src":"dir"}']);
+
+    const dir2 = await tempDir();
+    const emu2 = await startEmu(dir2);
+    const f = path.join(dir2, 'spool', 'ev', 'a.ndjson');
+    await writeLines(f, ['{"old":1}']);
+    const second = await startAgent(configFor(dir2, emu2, { spool: { start_at: 'end' } }));
+    await writeLines(f, ['{"new":1}']);
+    await waitFor(() => rows(emu2, dir2, 'ev').length === 1, 'new line');
+    await second.stop();
+    expect(rows(emu2, dir2, 'ev')).toEqual(['{"new":1}']);
+  });
+
+  it('on_complete: delete removes a file once committed, idle and superseded; keep leaves it', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const d = path.join(dir, 'spool', 'ev');
+    await writeLines(path.join(d, 'old.ndjson'), jsonLines('old', 0, 50));
+    const { stop } = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 100 } }));
+    await waitFor(() => rows(emu, dir, 'ev').length === 50, 'old rows');
+    await writeFile(path.join(d, 'new.ndjson'), `${jsonLines('new', 0, 50).join('\n')}\n`);
+    await waitFor(async () => !(await readdir(d)).includes('old.ndjson'), 'old file deleted');
+    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'new rows');
+    await stop();
+    expect(await readdir(d)).toEqual(['new.ndjson']);
+  });
+
+  it('validate: json sends non-object lines to dead letters as invalid_json', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const bad = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]); // {"\xff\xfe"} is not UTF-8
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, Buffer.concat([Buffer.from('{"ok":1}\n[1,2]\nnot json\n'), bad, Buffer.from('\n{"ok":2}\n')]));
+    const { stop } = await startAgent(configFor(dir, emu, { validate: 'json' }));
+    await waitFor(() => rows(emu, dir, 'ev').length === 2, 'rows');
+    await stop();
+    expect(rows(emu, dir, 'ev')).toEqual(['{"ok":1}', '{"ok":2}']);
+    const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'ev.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(dl.map((r) => r.reason)).toEqual(['invalid_json', 'invalid_json', 'invalid_json']);
+    expect(dl[0].line).toBe('[1,2]');
+    expect(dl[2].line_base64).toBe(bad.toString('base64'));
+    expect(dl[2].offset).toBe('{"ok":1}\n[1,2]\nnot json\n'.length);
+  });
+});

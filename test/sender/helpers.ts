@@ -1,0 +1,98 @@
+// A real Sender, real undici client and real emulator, with a manual clock for
+// every wait the sender makes, and a record of the exact bodies it sent.
+import { afterEach } from 'vitest';
+import { createCodec } from '../../src/codec/index.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+import { EventsClient } from '../../src/sender/http-client.js';
+import { createLocalLimiter } from '../../src/sender/limiter.js';
+import { Sender, type RootBatch, type SenderHooks } from '../../src/sender/sender.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+export interface Harness {
+  emu: Emulator;
+  sender: Sender;
+  clock: ManualClock;
+  sent: Array<{ ds: string; body: Buffer }>;
+  deadLetters: Array<{ ds: string; reason: string; status: number; lines: string[] }>;
+  parks: Array<{ scope: string; reason: string | null }>;
+  retries: string[];
+  token: { value: string };
+  batch(ds: string, lines: string[], id?: number): Promise<RootBatch>;
+}
+
+export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: number; codec?: 'zstd' | 'none' } = {}): Promise<Harness> {
+  const emu = await startEmulator({ listen: '127.0.0.1:0', recordRequests: true, ...emuOpts });
+  cleanups.push(() => emu.close());
+  const clock = new ManualClock();
+  const token = { value: emu.token };
+  const client = new EventsClient({ baseUrl: emu.url, token: () => token.value, wait: true, http2: false, caFile: null, timeoutMs: 5000, maxConnections: 4 });
+  cleanups.push(() => client.destroy());
+  const sent: Harness['sent'] = [];
+  const spy = {
+    post: (ds: string, body: Buffer, enc: string | null) => {
+      sent.push({ ds, body });
+      return client.post(ds, body, enc);
+    },
+  };
+  const deadLetters: Harness['deadLetters'] = [];
+  const parks: Harness['parks'] = [];
+  const retries: string[] = [];
+  const hooks: SenderHooks = {
+    onRequest: () => undefined,
+    onRetry: (reason) => retries.push(reason),
+    onAck: () => undefined,
+    onParkChange: (scope, reason) => parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason }),
+    deadLetterLines: async (_root, part, raw, reason, status) => {
+      deadLetters.push({ ds: part.ds, reason, status, lines: raw.toString().split('\n').filter(Boolean) });
+    },
+  };
+  const codec = createCodec(opts.codec ?? 'zstd', 3);
+  const limiter = createLocalLimiter(1000);
+  cleanups.push(() => limiter.close());
+  const sender = new Sender({
+    client: spy,
+    codec,
+    limiter,
+    clock,
+    random: () => 0.5,
+    backoff: { initialMs: 1000, maxMs: 60_000, multiplier: 2 },
+    http2: false,
+    maxInFlight: 4,
+    maxBytes: opts.maxBytes ?? 10_000_000,
+    hooks,
+  });
+  cleanups.push(async () => sender.stop());
+  let nextId = 1;
+  return {
+    emu,
+    sender,
+    clock,
+    sent,
+    deadLetters,
+    parks,
+    retries,
+    token,
+    async batch(ds, lines, id) {
+      const raw = Buffer.from(lines.map((l) => `${l}\n`).join(''));
+      return { id: id ?? nextId++, ds, body: await codec.compress(raw), rawLen: raw.length, lines: lines.length };
+    },
+  };
+}
+
+/** Let pending I/O and promise chains run until `cond` holds (no clock movement). */
+export async function settle(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export function lines(prefix: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => JSON.stringify({ k: `${prefix}${i}` }));
+}
