@@ -16,7 +16,8 @@ import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, type Readiness } from '../admin/server.js';
 import { EventsClient } from '../sender/http-client.js';
-import { createLocalLimiter, type RateLimiter } from '../sender/limiter.js';
+import type { RateLimiter } from '../sender/limiter.js';
+import { createLimiter } from '../sender/limiter-factory.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
 import { Spooler } from '../spool/spooler.js';
@@ -125,7 +126,13 @@ export class Agent {
         timeoutMs: c.api.timeout_ms,
         maxConnections: c.limits.max_connections,
       });
-      this.limiter = createLocalLimiter(c.limits.requests_per_second);
+      this.limiter = await createLimiter({
+        limits: c.limits,
+        baseUrl,
+        token: this.token.get(),
+        log,
+        onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
+      });
       this.sender = this.createSender();
       this.pipeline = new Pipeline({
         store: this.store,
