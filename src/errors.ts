@@ -11,6 +11,8 @@
 // | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
 // | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
+// | SPOOLSHIP_ERR_NETWORK             | 1    | no HTTP answer: connection refused/reset, DNS, timeout |
+// | SPOOLSHIP_ERR_WAIT_TIMEOUT        | 1    | an accepted cluster operation did not finish in time |
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -116,6 +118,20 @@ export class PreconditionError extends SpoolshipError {
 export class FatalIoError extends SpoolshipError {
   constructor(message: string, cause: unknown) {
     super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });
+  }
+}
+
+/** A request got no HTTP answer at all, so there is no status to report. */
+export class NetworkError extends SpoolshipError {
+  constructor(message: string, cause: unknown) {
+    super('SPOOLSHIP_ERR_NETWORK', message, EXIT_FAILURE, { cause });
+  }
+}
+
+/** `clusters ... --wait`: the change was accepted but the cluster had not settled when the wait ran out. */
+export class WaitTimeoutError extends SpoolshipError {
+  constructor(message: string) {
+    super('SPOOLSHIP_ERR_WAIT_TIMEOUT', message, EXIT_FAILURE);
   }
 }
 

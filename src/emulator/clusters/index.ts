@@ -1,18 +1,126 @@
-// Placeholder until the cluster API lands: answers no route.
+// The emulator's cluster-management API (SPEC section 6, service-api.md
+// "Cluster management"): one seeded organization with an aws and a gcp
+// cluster, Bearer auth with the admin token (`?token=` on the configuration
+// endpoint only), and the five endpoints. The HTTP server hands every request
+// under /v0/organizations/ to `handle()`; null means "no such route" (404).
+//
+// Test seams: `onRequest` runs before a request is answered (to play another
+// operator between a client's read and its write), `requests()` returns what
+// was received, `setWeights` / `setFlags` change state directly.
+import type { Cluster, Weights } from '../../clusters/types.js';
 import type { EmuRequest, EmuResponse } from '../types.js';
+import { clusterCatalog } from './catalog.js';
+import { deleteReplica, postReplica, putWeights } from './operations.js';
+import { allowedMethods, matchClusterRoute, type ClusterRoute } from './routes.js';
+import { ClusterStore, type ClusterFlags } from './store.js';
+
+export type { ClusterFlags } from './store.js';
 
 export interface ClusterApiOptions {
   org: string;
   adminToken: string;
+  /** How long a modification keeps operation_in_progress, and an added replica `adding`. */
   replicaDelayMs: number;
   now: () => number;
 }
 
+/** One cluster API request as received, with the answer given. */
+export interface ClusterRequestRecord {
+  /** Emulator clock (ms). */
+  at: number;
+  method: string;
+  path: string;
+  /** Parsed JSON body, the raw text when it is not JSON, or null when empty. */
+  body: unknown;
+  status: number;
+  response: unknown;
+}
+
+export type RequestHook = (req: EmuRequest) => void | Promise<void>;
+
 export interface ClusterApi {
   /** Answers a request under /v0/organizations/, or null when the path is not a cluster route. */
   handle(req: EmuRequest): Promise<EmuResponse | null>;
+  /** Every cluster-route request received, oldest first. */
+  requests(): ClusterRequestRecord[];
+  /** Called before each cluster-route request is answered; null removes it. */
+  onRequest(hook: RequestHook | null): void;
+  /** The cluster as the listing would show it now. */
+  getCluster(clusterId: string): Cluster | undefined;
+  /** Replace a cluster's weights (another operator's change). */
+  setWeights(clusterId: string, weights: Weights): void;
+  /** Force flags (`undefined` fields keep deriving from the clock). */
+  setFlags(clusterId: string, flags: ClusterFlags): void;
 }
 
-export function createClusterApi(_opts: ClusterApiOptions): ClusterApi {
-  return { handle: async () => null };
+const MAX_RECORDS = 1000; // bounded: a long-running emulator must not grow without limit
+
+export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
+  const store = new ClusterStore(opts.now, opts.replicaDelayMs);
+  const catalog = clusterCatalog();
+  const records: ClusterRequestRecord[] = [];
+  let hook: RequestHook | null = null;
+
+  async function handle(req: EmuRequest): Promise<EmuResponse | null> {
+    const route = matchClusterRoute(req.path);
+    if (!route) return null;
+    if (hook) await hook(req);
+    const body = parseBody(req.body);
+    const res = answer(route, req, body);
+    const recorded = body === undefined ? req.body.toString('utf8') : body;
+    records.push({ at: opts.now(), method: req.method, path: req.path, body: recorded, status: res.status, response: res.body ?? null });
+    if (records.length > MAX_RECORDS) records.shift();
+    return res;
+  }
+
+  function answer(route: ClusterRoute, req: EmuRequest, body: unknown): EmuResponse {
+    const allowed = allowedMethods(route);
+    if (!allowed.includes(req.method)) {
+      return { status: 405, headers: { allow: allowed.join(', ') }, body: { error: `method ${req.method} not allowed; use ${allowed.join(' or ')}` } };
+    }
+    if (!authorized(req, route, opts.adminToken)) {
+      return { status: 403, body: { error: 'token not valid for the cluster management API of this organization' } };
+    }
+    if (route.org !== opts.org) return { status: 404, body: { error: `organization '${route.org}' not found` } };
+    if (route.kind === 'list') return { status: 200, body: { clusters: store.list() } };
+    if (route.kind === 'configuration') return { status: 200, body: catalog };
+    if (!store.has(route.clusterId)) return { status: 404, body: { error: `cluster '${route.clusterId}' not found in organization '${route.org}'` } };
+    if (!isJson(req)) return { status: 415, body: { error: 'request bodies must be JSON with Content-Type: application/json' } };
+    if (body === undefined) return { status: 400, body: { error: 'request body is not valid JSON' } };
+    if (route.kind === 'weights') return putWeights(store, catalog, route.clusterId, body);
+    if (req.method === 'POST') return postReplica(store, catalog, route.clusterId, body);
+    return deleteReplica(store, catalog, route.clusterId, route.segment!, body);
+  }
+
+  return {
+    handle,
+    requests: () => records.slice(),
+    onRequest: (h) => {
+      hook = h;
+    },
+    getCluster: (id) => store.get(id),
+    setWeights: (id, w) => store.setWeights(id, w),
+    setFlags: (id, f) => store.setFlags(id, f),
+  };
+}
+
+function authorized(req: EmuRequest, route: ClusterRoute, adminToken: string): boolean {
+  const header = req.headers['authorization'];
+  if (header !== undefined) return header === `Bearer ${adminToken}`;
+  // The query form leaks into logs and proxies; the service allows it only here.
+  return route.kind === 'configuration' && req.query.get('token') === adminToken;
+}
+
+function isJson(req: EmuRequest): boolean {
+  return /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
+}
+
+/** null for an empty body, undefined for a body that is not JSON. */
+function parseBody(buf: Buffer): unknown {
+  if (buf.length === 0) return null;
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }

@@ -1,0 +1,57 @@
+// Where the organization, the admin token and the API host come from (SPEC
+// 5 and 2): org from --org or clusters.org; token from --token,
+// SPOOLSHIP_ADMIN_TOKEN or clusters.token; base URL from --base-url or
+// api.base_url. The config file is read only when a flag is missing or -c
+// names one, so flags alone work with no config file at all. This is the
+// only place that knows about the config loader.
+import { DEFAULTS, loadConfig, type Config } from '../config/index.js';
+import { UsageError } from '../errors.js';
+
+export interface TargetFlags {
+  org?: string;
+  token?: string;
+  baseUrl?: string;
+  /** -c FILE */
+  configFile?: string;
+}
+
+export interface Target {
+  org: string;
+  token: string;
+  baseUrl: string;
+}
+
+export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: string): Target {
+  const envToken = env.SPOOLSHIP_ADMIN_TOKEN || undefined;
+  const needConfig = flags.configFile !== undefined || !flags.org || !(flags.token || envToken) || !flags.baseUrl;
+  const config: Readonly<Config> | null = needConfig ? loadConfig({ file: flags.configFile ?? null, env, cwd }).config : null;
+
+  const org = flags.org || config?.clusters.org;
+  if (!org) throw new UsageError('no organization: give --org ORG or set clusters.org in the config file');
+  const token = flags.token || envToken || config?.clusters.token;
+  if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
+  const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
+  return { org, token, baseUrl: checkBaseUrl(baseUrl) };
+}
+
+function configuredBaseUrl(config: Readonly<Config> | null): string {
+  const url = config?.api.base_url;
+  // The placeholder default would send the admin token to a host that is not
+  // the platform; "embedded" is an in-process emulator this command cannot reach.
+  if (!url || url === DEFAULTS.api.base_url || url === 'embedded') {
+    const why = url === 'embedded' ? " (api.base_url is 'embedded', which only the agent itself can use)" : '';
+    throw new UsageError(`no API host${why}: give --base-url URL or set api.base_url in the config file`);
+  }
+  return url;
+}
+
+function checkBaseUrl(text: string): string {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new UsageError(`--base-url '${text}': not a URL; give the API host, e.g. https://api.example.com`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`--base-url '${text}': must be http:// or https://`);
+  return text;
+}

@@ -1,0 +1,202 @@
+// The read-modify-write around the request: 409 conflicts re-planned once on
+// fresh weights, --wait across adding -> running, confirmation on a terminal,
+// and where org, token and base URL come from.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Weights } from '../../src/clusters/types.js';
+import { ADMIN, AWS, DELAY_MS, GCP, ORG, emptyDir, runClusters, startTestEmulator, type TestEmulator } from './helpers.js';
+
+let t: TestEmulator;
+beforeEach(async () => {
+  t = await startTestEmulator();
+});
+afterEach(async () => {
+  await t.emu.close();
+});
+
+type Body = { old_weights: Weights; new_weights: Weights };
+
+/** Plays another operator: runs `change` when the CLI's first write arrives, after its read. */
+function otherOperatorOnFirstWrite(change: () => void): void {
+  let done = false;
+  t.emu.clusters.onRequest((req) => {
+    if (req.method !== 'GET' && !done) {
+      done = true;
+      change();
+    }
+  });
+}
+
+describe('409 conflict', () => {
+  it('rebalance: re-reads, re-applies the --set to the fresh weights, keeps the other role change', async () => {
+    const seed = t.emu.clusters.getCluster(AWS)!.cluster_weights;
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setWeights(AWS, { ...seed, reader: { 'replica-1': 70, 'replica-2': 30 } }));
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--set', 'writer=replica-1:60,replica-2:40', '--yes', ...t.target]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('the cluster changed since it was read (another operator?); re-planned on its current weights:');
+    const [first, second] = t.writes();
+    expect(first!.status).toBe(409);
+    expect((first!.response as { current_weights: Weights }).current_weights.reader).toEqual({ 'replica-1': 70, 'replica-2': 30 });
+    expect(second!.status).toBe(200);
+    const body = second!.body as Body;
+    expect(body.old_weights.reader).toEqual({ 'replica-1': 70, 'replica-2': 30 });
+    expect(body.new_weights).toEqual({ writer: { 'replica-1': 60, 'replica-2': 40 }, reader: { 'replica-1': 70, 'replica-2': 30 }, copyjob: seed.copyjob });
+    expect(t.writes()).toHaveLength(2);
+  });
+
+  it('remove-replica: the share is recomputed from the other operator\'s weights', async () => {
+    const seed = t.emu.clusters.getCluster(GCP)!.cluster_weights;
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setWeights(GCP, { ...seed, reader: { 'replica-1': 60, 'replica-2': 20, 'replica-3': 20 } }));
+    const r = await runClusters(['remove-replica', '--cluster', GCP, '--replica', 'replica-3', '--yes', '--json', ...t.target]);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { plan: { replanned: boolean }; response: { operation: string } };
+    expect(out.plan.replanned).toBe(true);
+    expect(out.response.operation).toBe('replica_delete_requested');
+    expect((t.writes()[1]!.body as Body).new_weights.reader).toEqual({ 'replica-1': 75, 'replica-2': 25 });
+  });
+
+  it('when the other operator already made the same change, nothing is sent again', async () => {
+    const seed = t.emu.clusters.getCluster(AWS)!.cluster_weights;
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setWeights(AWS, { ...seed, writer: { 'replica-1': 60, 'replica-2': 40 } }));
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--set', 'writer=replica-1:60,replica-2:40', '--yes', ...t.target]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('nothing to change: the cluster already has these weights; nothing was sent');
+    expect(t.writes().map((w) => w.status)).toEqual([409]);
+  });
+
+  it('a cluster that became busy between read and write: 409, re-read, refused with exit 1', async () => {
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setFlags(GCP, { operation_in_progress: true }));
+    const r = await runClusters(['remove-replica', '--cluster', GCP, '--replica', 'replica-1', '--yes', ...t.target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/has an operation in progress/);
+    expect(t.writes().map((w) => w.status)).toEqual([409]);
+  });
+
+  it('a second conflict: exit 1 showing both versions', async () => {
+    let n = 0;
+    t.emu.clusters.onRequest((req) => {
+      if (req.method === 'PUT') t.emu.clusters.setWeights(AWS, { ...t.emu.clusters.getCluster(AWS)!.cluster_weights, reader: { 'replica-1': 10 + n, 'replica-2': 90 - n++ } });
+    });
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--even', 'writer', '--yes', ...t.target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/was changed by someone else while this change was being applied; nothing was applied/);
+    expect(r.stderr).toMatch(/planned from: writer: replica-1=100 replica-2=0; reader: replica-1=10 replica-2=90; copyjob: replica-1=1 replica-2=1/);
+    expect(r.stderr).toMatch(/cluster now: {2}writer: replica-1=100 replica-2=0; reader: replica-1=11 replica-2=89; copyjob/);
+    expect(t.writes().map((w) => w.status)).toEqual([409, 409]);
+  });
+
+  it('a change that no longer fits after the conflict: exit 1, not sent again', async () => {
+    const seed = t.emu.clusters.getCluster(GCP)!.cluster_weights;
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setWeights(GCP, { ...seed, writer: { 'replica-1': 80, 'replica-2': 0, 'replica-3': 20 } }));
+    const r = await runClusters(['rebalance', '--cluster', GCP, '--set', 'writer=replica-1:50,replica-2:50', '--yes', ...t.target]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/the change no longer fits the cluster:\n\s+writer: weights sum to 120/);
+    expect(t.writes().map((w) => w.status)).toEqual([409]);
+  });
+});
+
+describe('--wait', () => {
+  it('polls across adding -> running, then exits 0', async () => {
+    let polls = 0;
+    t.emu.clusters.onRequest((req) => {
+      const afterWrite = t.writes().length > 0;
+      // The second poll after the POST finds the delay passed.
+      if (req.method === 'GET' && req.path.endsWith('/clusters') && afterWrite && ++polls === 2) t.clock.t += DELAY_MS;
+    });
+    const r = await runClusters(['add-replica', '--cluster', AWS, '--size', '8-32', '--yes', '--wait', '--poll-interval-ms', '1', ...t.target]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`waiting for cluster ${AWS}: operation in progress, replica-3 adding\n`);
+    expect(r.stderr).toMatch(new RegExp(`cluster ${AWS}: done, every replica running`));
+    const polled = t.emu.clusters.requests().filter((q) => q.method === 'GET' && q.at >= t.writes()[0]!.at).slice(-2);
+    const stateIn = (q: (typeof polled)[number]) =>
+      (q.response as { clusters: Array<{ cluster_id: string; replicas: Record<string, { state: string }> }> }).clusters.find((c) => c.cluster_id === AWS)!.replicas['replica-3']!.state;
+    expect(polled.map(stateIn)).toEqual(['adding', 'running']);
+  });
+
+  it('a spinner on a terminal', async () => {
+    let polls = 0;
+    t.emu.clusters.onRequest((req) => {
+      if (req.method === 'GET' && t.writes().length > 0 && ++polls === 3) t.clock.t += DELAY_MS;
+    });
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--even', 'writer', '--yes', '--wait', '--poll-interval-ms', '1', ...t.target], { tty: true });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/\r\x1b\[K⠋ waiting for cluster aws-eu-central-1-01: operation in progress/);
+    expect(r.stderr).toMatch(/\r\x1b\[Kcluster aws-eu-central-1-01: done/);
+  });
+
+  it('times out with exit 1 when the cluster does not settle', async () => {
+    const r = await runClusters(['add-replica', '--cluster', AWS, '--size', '8-32', '--yes', '--wait', '--wait-timeout-ms', '30', '--poll-interval-ms', '5', ...t.target]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('accepted: replica_add_requested');
+    expect(r.stderr).toMatch(/did not settle within 30 ms \(operation in progress, replica-3 adding\); the change was accepted and goes on/);
+  });
+});
+
+describe('confirmation', () => {
+  it('on a terminal: asks, y applies; states and changes are coloured', async () => {
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--even', 'writer', ...t.target], { tty: true, input: 'y\n' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`apply this change to cluster ${AWS}? [y/N] `);
+    expect(r.stdout).toContain('\x1b[33m');
+    expect(t.writes()).toHaveLength(1);
+    const list = await runClusters(['list', ...t.target], { tty: true });
+    expect(list.stdout).toContain('\x1b[32mrunning\x1b[39m');
+    const noColor = await runClusters(['list', ...t.target], { tty: true, env: { NO_COLOR: '1' } });
+    expect(noColor.stdout).not.toContain('\x1b[');
+  });
+
+  it('on a terminal: anything but y, or end of input, sends nothing (exit 1)', async () => {
+    for (const input of ['n\n', '', 'sure\n']) {
+      const r = await runClusters(['remove-replica', '--cluster', GCP, '--replica', 'replica-3', ...t.target], { tty: true, input });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain('not applied: nothing was sent');
+    }
+    expect(t.writes()).toEqual([]);
+  });
+
+  it('without a terminal and without --yes: exit 2 before any request', async () => {
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--even', 'reader', ...t.target]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/stdin is not a terminal, so pass --yes to apply \(or --dry-run/);
+    expect(t.emu.clusters.requests()).toEqual([]);
+  });
+});
+
+describe('org, token and base URL', () => {
+  function configFile(dir: string, yaml: string): string {
+    const file = path.join(dir, 'spoolship.yaml');
+    writeFileSync(file, yaml);
+    return file;
+  }
+
+  it('-c FILE: clusters.org, clusters.token and api.base_url', async () => {
+    const file = configFile(emptyDir(), `api:\n  base_url: ${t.emu.url}\nclusters:\n  org: ${ORG}\n  token: ${ADMIN}\n`);
+    const r = await runClusters(['list', '-c', file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(AWS);
+  });
+
+  it('the default ./config/spoolship.yaml; SPOOLSHIP_ADMIN_TOKEN beats clusters.token; --token beats both', async () => {
+    const dir = emptyDir();
+    mkdirSync(path.join(dir, 'config'));
+    configFile(path.join(dir, 'config'), `api:\n  base_url: ${t.emu.url}\nclusters:\n  org: ${ORG}\n  token: stale\n`);
+    expect((await runClusters(['list'], { cwd: dir })).code).toBe(1); // stale token: 403
+    expect((await runClusters(['list'], { cwd: dir, env: { SPOOLSHIP_ADMIN_TOKEN: ADMIN } })).code).toBe(0);
+    expect((await runClusters(['list', '--token', ADMIN], { cwd: dir, env: { SPOOLSHIP_ADMIN_TOKEN: 'stale' } })).code).toBe(0);
+  });
+
+  it('flags alone work with no config file; missing pieces are usage errors naming the flag and key', async () => {
+    expect((await runClusters(['list', ...t.target])).code).toBe(0);
+    const noOrg = await runClusters(['list', '--token', ADMIN, '--base-url', t.emu.url]);
+    expect([noOrg.code, noOrg.stderr]).toEqual([2, expect.stringMatching(/no organization: give --org ORG or set clusters.org/)]);
+    const noToken = await runClusters(['list', '--org', ORG, '--base-url', t.emu.url]);
+    expect([noToken.code, noToken.stderr]).toEqual([2, expect.stringMatching(/no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN/)]);
+    const noUrl = await runClusters(['list', '--org', ORG, '--token', ADMIN]);
+    expect([noUrl.code, noUrl.stderr]).toEqual([2, expect.stringMatching(/no API host: give --base-url URL or set api.base_url/)]);
+    const embedded = configFile(emptyDir(), `api:\n  base_url: embedded\n`);
+    const emb = await runClusters(['list', '--org', ORG, '--token', ADMIN, '-c', embedded]);
+    expect([emb.code, emb.stderr]).toEqual([2, expect.stringMatching(/api.base_url is 'embedded'/)]);
+    expect(t.emu.clusters.requests().filter((q) => q.status === 200)).toHaveLength(1);
+  });
+});
