@@ -12,11 +12,14 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 import type { Sender } from '../sender/sender.js';
+import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
 
 /** Batches allowed to compress ahead of the requests in flight. */
 export const PIPELINE_SLACK = 2;
+/** Failed attempts in memory before a batch moves to the disk queue. */
+export const QUICK_ATTEMPTS = 3;
 const STATE_RETRY_MS = 1000;
 
 export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
@@ -34,6 +37,9 @@ export class Pipeline {
       store: StateStore;
       codec: Codec;
       sender: Sender;
+      queue: RetryQueue;
+      /** A batch entered the queue. */
+      onQueued: () => void;
       deadLetters: DeadLetterStore;
       metrics: Metrics;
       log: Logger;
@@ -126,11 +132,42 @@ export class Pipeline {
     const rawLen = batch.body.length;
     // From here on the batch is its compressed bytes: the uncompressed buffer
     // is released, which keeps RSS flat with many batches in flight.
-    const result = await sender.deliver({ id: batch.id, ds: batch.ds, body, rawLen, lines: batch.lines });
-    if (result !== 'done') return;
+    const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
+    const canDefer = () => this.o.queue.hasRoom(body.length);
+    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS });
+    if (result === 'done') {
+      await this.withStateRetry(async () => void store.completeBatch(batch.id));
+      this.lastAckAt = this.o.clock.now();
+      metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
+      return;
+    }
+    // Deferred (quick attempts used up, or parked), or stopping: the batch
+    // moves to the disk queue when it fits, and only once it is durable there
+    // does the committed offset pass it. Without room it stays a journal
+    // intent and is re-formed from the spool at the next start.
+    if (!canDefer()) return;
+    await this.withStateRetry(() =>
+      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
+    );
     await this.withStateRetry(async () => void store.completeBatch(batch.id));
-    this.lastAckAt = this.o.clock.now();
-    metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
+    this.o.onQueued();
+  }
+
+  /** An environment fault seen outside withStateRetry (journal group commit); false when the error is not one. */
+  noteFault(err: unknown): boolean {
+    const fault = classifyStateError(err);
+    if (!fault) return false;
+    if (this.stateFault !== fault) {
+      this.stateFault = fault;
+      this.o.onStateFault(fault);
+    }
+    return true;
+  }
+
+  clearFault(): void {
+    if (!this.stateFault) return;
+    this.stateFault = null;
+    this.o.onStateFault(null);
   }
 
   /**
@@ -147,9 +184,7 @@ export class Pipeline {
         }
         return r;
       } catch (err) {
-        let fault: StateFault = null;
-        if (isErrno(err, 'ENOSPC', 'EDQUOT')) fault = 'disk_full';
-        else if (isErrno(err, 'EROFS', 'EACCES', 'EPERM')) fault = 'state_dir_unwritable';
+        const fault = classifyStateError(err);
         if (!fault) throw err;
         if (this.stateFault !== fault) {
           this.stateFault = fault;
@@ -159,4 +194,11 @@ export class Pipeline {
       }
     }
   }
+}
+
+/** ENOSPC anywhere is "disk full"; a read-only or forbidden state_dir is "unwritable"; anything else is not an environment fault. */
+export function classifyStateError(err: unknown): StateFault {
+  if (isErrno(err, 'ENOSPC', 'EDQUOT')) return 'disk_full';
+  if (isErrno(err, 'EROFS', 'EACCES', 'EPERM')) return 'state_dir_unwritable';
+  return null;
 }

@@ -51,6 +51,11 @@ export function createMetrics() {
     truncations: new client.Counter({ name: 'spoolship_truncations_total', help: 'Files truncated under the reader (copytruncate)', registers: reg }),
     queueCorrupt: new client.Counter({ name: 'spoolship_queue_corrupt_records_total', help: 'Torn or corrupt retry-queue records skipped', registers: reg }),
     limiterFallback: new client.Gauge({ name: 'spoolship_limiter_fallback', help: '1 while the shared Redis budget is unreachable', registers: reg }),
+    queuePastDedupWindow: new client.Counter({
+      name: 'spoolship_queue_past_dedup_window_total',
+      help: 'Queued batches sent more than 5 hours after they were queued (the platform no longer deduplicates their retries)',
+      registers: reg,
+    }),
     deadLetterDropped: new client.Counter({ name: 'spoolship_dead_letter_dropped_total', help: 'Dead letters dropped because the store was full', registers: reg }),
   };
   for (const reason of ['token_rejected', 'workspace_not_found', 'bad_request', 'disk_full', 'state_dir_unwritable']) m.parked.set({ reason }, 0);

@@ -27,6 +27,8 @@ export interface RootBatch {
   ds: string;
   /** Compressed body: the exact bytes of every attempt. */
   body: Buffer;
+  /** Content-Encoding of `body` (a queued batch keeps the codec it was compressed with). */
+  encoding: string | null;
   rawLen: number;
   lines: number;
 }
@@ -35,6 +37,7 @@ export interface RootBatch {
 export interface Part {
   ds: string;
   body: Buffer;
+  encoding: string | null;
   rawLen: number;
   lines: number;
   /** Index of the part's first line among the root batch's lines. */
@@ -63,11 +66,24 @@ export interface SenderOptions {
   hooks: SenderHooks;
 }
 
-export type DeliveryResult = 'done' | 'aborted';
+/**
+ * done: acknowledged or dead-lettered; aborted: the sender is stopping;
+ * deferred: not deliverable now (quick attempts used up, or parked) and the
+ * caller said it can keep the batch elsewhere (the disk queue).
+ */
+export type DeliveryResult = 'done' | 'aborted' | 'deferred';
+
+export interface DeliverOptions {
+  /** Asked before deferring: may the caller take the batch back now? */
+  canDefer?: () => boolean;
+  /** Failed attempts before a batch is deferred. */
+  deferAfter?: number;
+}
 type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
 
 interface Ctx {
   root: RootBatch;
+  opts: DeliverOptions;
   bisecting: boolean;
   probes: number;
   ownsDsPark: boolean;
@@ -123,12 +139,16 @@ export class Sender {
     return this.inFlight.inUse;
   }
 
-  async deliver(root: RootBatch): Promise<DeliveryResult> {
-    const whole: Part = { ds: root.ds, body: root.body, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
-    const ctx: Ctx = { root, bisecting: false, probes: 0, ownsDsPark: false };
+  async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
+    const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
+    const ctx: Ctx = { root, opts, bisecting: false, probes: 0, ownsDsPark: false };
     for (;;) {
       const r = await this.resolve(whole, ctx, 0);
       if (r !== 'request_level') return r;
+      if (opts.canDefer?.()) {
+        this.dsPark(root.ds).park('bad_request');
+        return 'deferred';
+      }
       // Both halves of the first split failed, or the probe budget ran out:
       // the request itself is bad (e.g. the Data Source name). Park the Data
       // Source, keep the data, and try this batch again later.
@@ -143,8 +163,8 @@ export class Sender {
   }
 
   private async resolve(part: Part, ctx: Ctx, depth: number): Promise<DeliveryResult | 'request_level'> {
-    const v = await this.sendUntilFinal(part, ctx);
-    if (v === 'aborted') return v;
+    const v = await this.sendUntilFinal(part, ctx, depth === 0 && !ctx.bisecting);
+    if (v === 'aborted' || v === 'deferred') return v;
     return this.handle(part, v, ctx, depth);
   }
 
@@ -175,9 +195,9 @@ export class Sender {
     const [a, b] = await this.split(part, raw);
     if (v.reason === '400' && depth === 0) {
       const va = await this.sendUntilFinal(a, ctx);
-      if (va === 'aborted') return va;
+      if (va === 'aborted' || va === 'deferred') return va;
       const vb = await this.sendUntilFinal(b, ctx);
-      if (vb === 'aborted') return vb;
+      if (vb === 'aborted' || vb === 'deferred') return vb;
       if (isBad(va) && isBad(vb)) return 'request_level';
       const ra = await this.handle(a, va, ctx, 1);
       if (ra !== 'done') return ra;
@@ -188,11 +208,13 @@ export class Sender {
     return this.resolve(b, ctx, depth + 1);
   }
 
-  /** Send the same bytes until the answer is not a retry (or the agent stops). */
-  private async sendUntilFinal(part: Part, ctx: Ctx): Promise<Final | 'aborted'> {
+  /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
+  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred'> {
     let attempt = 0;
     let afterGoaway = false;
+    const defer = () => mayDefer && ctx.opts.canDefer?.() === true;
     for (;;) {
+      if (defer() && (this.budgetPark.parked || (!ctx.ownsDsPark && this.dsParks.get(part.ds)?.parked))) return 'deferred';
       const probe = await this.waitUntilClear(part.ds, ctx);
       if (probe === 'aborted') return 'aborted';
       if (ctx.bisecting) ctx.probes++;
@@ -214,6 +236,7 @@ export class Sender {
       this.o.hooks.onRetry(v.reason, part.ds);
       afterGoaway = v.reason === 'goaway';
       attempt++;
+      if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
       const until = this.o.clock.now() + v.afterMs;
       if (v.pauseBudget && until > this.pausedUntil) {
         // Retry-After pauses the whole budget: every Data Source waits.
@@ -261,7 +284,7 @@ export class Sender {
     try {
       await this.o.limiter.acquire();
       const started = performance.now();
-      const outcome = await this.o.client.post(part.ds, part.body, this.o.codec.contentEncoding);
+      const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length);
       return outcome;
@@ -279,7 +302,7 @@ export class Sender {
   }
 
   private async raw(part: Part): Promise<Buffer> {
-    return this.o.codec.contentEncoding ? decodeBody(this.o.codec.contentEncoding, part.body) : part.body;
+    return part.encoding ? decodeBody(part.encoding, part.body) : part.body;
   }
 
   /** Halves at the line boundary nearest the middle. */
@@ -291,9 +314,10 @@ export class Sender {
     const right = raw.subarray(cut);
     const leftLines = countLines(left);
     const [lb, rb] = await Promise.all([this.o.codec.compress(left), this.o.codec.compress(right)]);
+    const encoding = this.o.codec.contentEncoding;
     return [
-      { ds: part.ds, body: lb, rawLen: left.length, lines: leftLines, lineStart: part.lineStart },
-      { ds: part.ds, body: rb, rawLen: right.length, lines: part.lines - leftLines, lineStart: part.lineStart + leftLines },
+      { ds: part.ds, body: lb, encoding, rawLen: left.length, lines: leftLines, lineStart: part.lineStart },
+      { ds: part.ds, body: rb, encoding, rawLen: right.length, lines: part.lines - leftLines, lineStart: part.lineStart + leftLines },
     ];
   }
 }

@@ -79,7 +79,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     token,
     async batch(ds, lines, id) {
       const raw = Buffer.from(lines.map((l) => `${l}\n`).join(''));
-      return { id: id ?? nextId++, ds, body: await codec.compress(raw), rawLen: raw.length, lines: lines.length };
+      return { id: id ?? nextId++, ds, body: await codec.compress(raw), encoding: codec.contentEncoding, rawLen: raw.length, lines: lines.length };
     },
   };
 }

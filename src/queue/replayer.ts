@@ -1,0 +1,78 @@
+// Sends queued batches again, oldest first, a few at a time, with the exact
+// bytes they were queued with. A delivered (or dead-lettered) batch is
+// acknowledged in the queue; when the agent stops, a batch being sent is
+// handed back and stays queued for the next start.
+import type { Logger } from '../log.js';
+import type { Sender } from '../sender/sender.js';
+import type { RetryQueue } from './retry-queue.js';
+
+/** Queued batches in flight at once: leaves the rest of max_in_flight to fresh data. */
+export const REPLAY_CONCURRENCY = 2;
+/** The platform deduplicates a retried partial insert for 5 hours. */
+export const DEDUP_WINDOW_MS = 5 * 60 * 60 * 1000;
+
+export class QueueReplayer {
+  private stopped = false;
+  private waiters: Array<() => void> = [];
+  private loops: Promise<void>[] = [];
+  private warnedOld = false;
+
+  constructor(
+    private readonly o: {
+      queue: RetryQueue;
+      sender: Sender;
+      log: Logger;
+      now: () => number;
+      onChange: () => void;
+      onPastDedupWindow: () => void;
+      onFatal: (err: unknown) => void;
+    },
+  ) {}
+
+  start(): void {
+    for (let i = 0; i < REPLAY_CONCURRENCY; i++) this.loops.push(this.loop().catch((err) => this.o.onFatal(err)));
+  }
+
+  /** Something was queued. */
+  poke(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.poke();
+    await Promise.all(this.loops);
+  }
+
+  private async loop(): Promise<void> {
+    const { queue, sender } = this.o;
+    while (!this.stopped) {
+      const rec = await queue.take();
+      if (!rec) {
+        await new Promise<void>((resolve) => this.waiters.push(resolve));
+        continue;
+      }
+      if (this.o.now() - rec.header.queuedAt > DEDUP_WINDOW_MS) {
+        this.o.onPastDedupWindow();
+        if (!this.warnedOld) {
+          this.warnedOld = true;
+          this.o.log.warn({ datasource: rec.header.ds }, 'sending a queued batch older than 5 hours: the platform no longer deduplicates its retries');
+        }
+      }
+      const result = await sender.deliver({
+        id: rec.header.id,
+        ds: rec.header.ds,
+        body: rec.body,
+        encoding: rec.header.encoding,
+        rawLen: rec.header.rawLen,
+        lines: rec.header.lines,
+      });
+      if (result === 'done') {
+        await queue.ack(rec.ref);
+        this.o.onChange();
+      } else {
+        queue.release(rec.ref);
+      }
+    }
+  }
+}

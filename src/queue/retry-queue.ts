@@ -1,0 +1,293 @@
+// Disk-backed retry queue: batches that could not be sent now (after a few
+// quick retries, while parked, or at shutdown) wait here, so the tailer can
+// move on and the spool files stay the only other buffer.
+//
+// On-disk layout, `<state_dir>/queue/`:
+//   seg-<n>.q   framed records (util/framing.ts: [u32 len][u32 crc32][payload]),
+//               payload = [u32 LE header length][header JSON][body bytes];
+//               the body is the batch's exact compressed bytes (retries are
+//               byte-identical)
+//   acks.log    framed records, payload = JSON [segment, offset] of a record
+//               that was delivered (or dead-lettered)
+//
+// Invariants:
+// - `append` resolves only after the record is fsync'd: the caller then lets
+//   the source files' committed offsets pass the batch (DESIGN invariant 1).
+// - Records are read back lazily, one at a time; only an index of offsets is
+//   kept in memory, never the bodies.
+// - A torn tail (crash mid-write) is truncated at open; a record whose CRC does
+//   not match is skipped and counted when read. Neither is fatal.
+// - A segment is deleted once every record in it is acknowledged and it is no
+//   longer the one being written.
+// - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
+//   whether a batch fits, and callers keep the batch in memory (and the
+//   tailer waits) when it does not.
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { fsyncDir } from '../util/fsx.js';
+import { FRAME_HEADER_BYTES, frame, unframeAll } from '../util/framing.js';
+
+export const SEGMENT_BYTES = 64 * 1024 * 1024;
+
+export interface QueuedHeader {
+  /** The batch id of the journal (its ranges are already committed). */
+  id: number;
+  ds: string;
+  /** Content-Encoding of the body as it was compressed. */
+  encoding: string | null;
+  rawLen: number;
+  lines: number;
+  /** When the batch was first queued (ms since epoch): the 5-hour dedup window check. */
+  queuedAt: number;
+}
+
+export interface QueueRef {
+  seg: number;
+  off: number;
+}
+
+export interface QueuedBatch {
+  ref: QueueRef;
+  header: QueuedHeader;
+  body: Buffer;
+}
+
+interface Entry {
+  seg: number;
+  off: number;
+  /** Frame length on disk (header + payload). */
+  len: number;
+  acked: boolean;
+  leased: boolean;
+}
+
+export class RetryQueue {
+  private entries: Entry[] = [];
+  private writeSeg = 0;
+  private writeFh: FileHandle | null = null;
+  private writeSize = 0;
+  private acksFh: FileHandle | null = null;
+  private totalBytes = 0;
+  private live = 0;
+  /** Appends, acks and segment changes run one at a time (offsets are assigned from writeSize). */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly onCorrupt: (what: string) => void,
+  ) {}
+
+  static async open(dir: string, maxBytes: number, onCorrupt: (what: string) => void): Promise<RetryQueue> {
+    const q = new RetryQueue(dir, maxBytes, onCorrupt);
+    await q.load();
+    return q;
+  }
+
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  get batches(): number {
+    return this.live;
+  }
+
+  hasRoom(bodyBytes: number): boolean {
+    return this.totalBytes + bodyBytes + 512 <= this.maxBytes;
+  }
+
+  append(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
+    return this.serial(() => this.appendNow(header, body));
+  }
+
+  ack(ref: QueueRef): Promise<void> {
+    return this.serial(() => this.ackNow(ref));
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async appendNow(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
+    const head = Buffer.from(JSON.stringify(header));
+    const payload = Buffer.allocUnsafe(4 + head.length + body.length);
+    payload.writeUInt32LE(head.length, 0);
+    head.copy(payload, 4);
+    body.copy(payload, 4 + head.length);
+    const rec = frame(payload);
+    if (!this.writeFh || this.writeSize + rec.length > SEGMENT_BYTES) await this.rollSegment();
+    const off = this.writeSize;
+    await this.writeFh!.write(rec, 0, rec.length, off);
+    await this.writeFh!.sync();
+    this.writeSize += rec.length;
+    this.entries.push({ seg: this.writeSeg, off, len: rec.length, acked: false, leased: false });
+    this.totalBytes += rec.length;
+    this.live++;
+    return { seg: this.writeSeg, off };
+  }
+
+  /** The oldest record not acknowledged and not already handed out; null when none. */
+  async take(): Promise<QueuedBatch | null> {
+    for (const e of this.entries) {
+      if (e.acked || e.leased) continue;
+      // Leased before the read: a concurrent take() must not hand it out too.
+      e.leased = true;
+      const rec = await this.read(e);
+      if (!rec) {
+        // Corrupt: skip it for good (counted once), as if acknowledged.
+        this.onCorrupt(`segment ${e.seg} offset ${e.off}`);
+        await this.ack({ seg: e.seg, off: e.off });
+        continue;
+      }
+      return rec;
+    }
+    return null;
+  }
+
+  /** Hand a taken record back (not delivered; e.g. the agent is stopping). */
+  release(ref: QueueRef): void {
+    const e = this.find(ref);
+    if (e) e.leased = false;
+  }
+
+  private async ackNow(ref: QueueRef): Promise<void> {
+    const e = this.find(ref);
+    if (!e || e.acked) return;
+    await this.acksFh!.write(frame(Buffer.from(JSON.stringify([ref.seg, ref.off]))));
+    await this.acksFh!.sync();
+    e.acked = true;
+    e.leased = false;
+    this.totalBytes -= e.len;
+    this.live--;
+    await this.dropDoneSegments();
+  }
+
+  async close(): Promise<void> {
+    await this.writeFh?.close();
+    await this.acksFh?.close();
+    this.writeFh = null;
+    this.acksFh = null;
+  }
+
+  private find(ref: QueueRef): Entry | undefined {
+    return this.entries.find((x) => x.seg === ref.seg && x.off === ref.off);
+  }
+
+  private segPath(seg: number): string {
+    return path.join(this.dir, `seg-${String(seg).padStart(8, '0')}.q`);
+  }
+
+  private async read(e: Entry): Promise<QueuedBatch | null> {
+    const fh = await fsp.open(this.segPath(e.seg), 'r');
+    try {
+      const buf = Buffer.allocUnsafe(e.len);
+      const { bytesRead } = await fh.read(buf, 0, e.len, e.off);
+      if (bytesRead !== e.len) return null;
+      const len = buf.readUInt32LE(0);
+      const payload = buf.subarray(FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + len);
+      if (zlib.crc32(payload) !== buf.readUInt32LE(4)) return null;
+      const headLen = payload.readUInt32LE(0);
+      const header = JSON.parse(payload.subarray(4, 4 + headLen).toString('utf8')) as QueuedHeader;
+      return { ref: { seg: e.seg, off: e.off }, header, body: Buffer.from(payload.subarray(4 + headLen)) };
+    } catch {
+      return null;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async rollSegment(): Promise<void> {
+    await this.writeFh?.close();
+    this.writeSeg++;
+    this.writeFh = await fsp.open(this.segPath(this.writeSeg), 'w');
+    this.writeSize = 0;
+    await fsyncDir(this.dir);
+  }
+
+  private async dropDoneSegments(): Promise<void> {
+    const bySeg = new Map<number, boolean>();
+    for (const e of this.entries) bySeg.set(e.seg, (bySeg.get(e.seg) ?? true) && e.acked);
+    for (const [seg, allAcked] of bySeg) {
+      if (!allAcked || seg === this.writeSeg) continue;
+      await fsp.rm(this.segPath(seg), { force: true });
+      this.entries = this.entries.filter((e) => e.seg !== seg);
+    }
+  }
+
+  /** Index every segment by walking frame headers (bodies are not read), apply acks, cut torn tails. */
+  private async load(): Promise<void> {
+    await fsp.mkdir(this.dir, { recursive: true });
+    const acked = await this.readAcks();
+    const segs = (await fsp.readdir(this.dir))
+      .map((n) => /^seg-(\d+)\.q$/.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => a - b);
+    const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+    for (const seg of segs) {
+      const fh = await fsp.open(this.segPath(seg), 'r+');
+      try {
+        const size = (await fh.stat()).size;
+        let off = 0;
+        while (off + FRAME_HEADER_BYTES <= size) {
+          await fh.read(head, 0, FRAME_HEADER_BYTES, off);
+          const len = FRAME_HEADER_BYTES + head.readUInt32LE(0);
+          if (off + len > size) break;
+          const isAcked = acked.has(`${seg}:${off}`);
+          this.entries.push({ seg, off, len, acked: isAcked, leased: false });
+          if (!isAcked) {
+            this.totalBytes += len;
+            this.live++;
+          }
+          off += len;
+        }
+        if (off < size) {
+          this.onCorrupt(`torn tail of segment ${seg} (${size - off} bytes)`);
+          await fh.truncate(off);
+          await fh.sync();
+        }
+        this.writeSeg = seg;
+        this.writeSize = off;
+      } finally {
+        await fh.close();
+      }
+    }
+    this.writeSeg = Math.max(this.writeSeg, 0);
+    await this.dropDoneSegments();
+    // Appends go to a fresh segment: the last one may have been cut.
+    this.writeFh = null;
+    await this.rewriteAcks();
+  }
+
+  private async readAcks(): Promise<Set<string>> {
+    const set = new Set<string>();
+    try {
+      const data = await fsp.readFile(path.join(this.dir, 'acks.log'));
+      for (const p of unframeAll(data).payloads) {
+        const [seg, off] = JSON.parse(p.toString('utf8')) as [number, number];
+        set.add(`${seg}:${off}`);
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    return set;
+  }
+
+  /** Keep only acks of records still on disk, written atomically. */
+  private async rewriteAcks(): Promise<void> {
+    const file = path.join(this.dir, 'acks.log');
+    const keep = this.entries.filter((e) => e.acked).map((e) => frame(Buffer.from(JSON.stringify([e.seg, e.off]))));
+    const tmp = `${file}.tmp`;
+    await fsp.writeFile(tmp, Buffer.concat(keep));
+    const fh = await fsp.open(tmp, 'r+');
+    await fh.sync();
+    await fh.close();
+    await fsp.rename(tmp, file);
+    await fsyncDir(this.dir);
+    this.acksFh = await fsp.open(file, 'a');
+  }
+}

@@ -1,0 +1,70 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+
+async function gauge(agent: { metrics: { registry: { getSingleMetricAsString(n: string): Promise<string> } } }, name: string): Promise<number> {
+  const text = await agent.metrics.registry.getSingleMetricAsString(name);
+  return Number(/\s([\d.e+]+)\s*$/.exec(text.trim())?.[1] ?? 'NaN');
+}
+
+describe('disk retry queue in the agent', () => {
+  it('an outage moves batches to the disk queue, the spool is committed past them, and all arrive once afterwards', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    const config = configFor(dir, emu, { batch: { max_bytes: 20_000 } });
+    const lines = jsonLines('q', 0, 3000);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(config);
+    await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 5, 'batches queued during the outage');
+    expect(rows(emu, dir, 'ev')).toEqual([]);
+    emu.setFaults([]);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 3000, 'all rows after the outage');
+    await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) === 0, 'queue drained');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
+
+  it('queued batches survive a restart and are sent first, byte-identical', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    const config = configFor(dir, emu, { batch: { max_bytes: 20_000 } });
+    const lines = jsonLines('r', 0, 2000);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const first = await startAgent(config);
+    await waitFor(async () => (await gauge(first.agent, 'spoolship_queue_batches')) >= 3, 'batches queued');
+    await first.stop();
+    const failedBodies = new Set(emu.requests().map((r) => `${r.bodyBytes}`));
+    emu.setFaults([]);
+    const before = emu.requests().length;
+    const second = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 2000, 'rows after restart');
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+    // What was queued is resent with the sizes it failed with (same compressed bytes).
+    const resent = emu.requests().slice(before);
+    expect(resent.some((r) => failedBodies.has(`${r.bodyBytes}`))).toBe(true);
+  });
+
+  it('a rejected token parks the budget, keeps the data in the queue, and /readyz says why', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu, { api: { token: 'not-a-valid-token' } });
+    const lines = jsonLines('p', 0, 200);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(config);
+    await waitFor(() => !agent.readiness().ready, 'not ready');
+    expect(agent.readiness().reasons).toContain('token_rejected');
+    expect(await gauge(agent, 'spoolship_parked')).toBeGreaterThanOrEqual(0);
+    await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 1, 'batch queued while parked');
+    await stop();
+    expect(rows(emu, dir, 'ev')).toEqual([]);
+    // Fixed token: the queued batch is delivered after the restart.
+    const fixed = configFor(dir, emu);
+    const again = await startAgent(fixed);
+    await waitFor(() => rows(emu, dir, 'ev').length === 200, 'rows with the right token');
+    await again.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
+});
