@@ -26,6 +26,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import { FRAME_HEADER_BYTES, frame, unframeAll } from '../util/framing.js';
 
@@ -121,6 +122,11 @@ export class RetryQueue {
     const rec = frame(payload);
     if (!this.writeFh || this.writeSize + rec.length > SEGMENT_BYTES) await this.rollSegment();
     const off = this.writeSize;
+    if (shouldCrash('queue-write')) {
+      // Test crash point: die with half of the record written.
+      await this.writeFh!.write(rec, 0, rec.length >> 1, off);
+      crashNow();
+    }
     await this.writeFh!.write(rec, 0, rec.length, off);
     await this.writeFh!.sync();
     this.writeSize += rec.length;

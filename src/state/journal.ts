@@ -13,6 +13,7 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { frame, unframeAll } from '../util/framing.js';
 
 export interface RangeRecord {
@@ -126,6 +127,12 @@ export class JournalWriter {
         try {
           if (bufs.length > 0) {
             if (!this.fh) throw new Error('journal is closed');
+            if (shouldCrash('journal-write')) {
+              // Test crash point: die with half of this group on disk (a torn tail).
+              const all = Buffer.concat(bufs);
+              await this.fh.write(all, 0, all.length >> 1);
+              crashNow();
+            }
             await this.fh.writev(bufs);
             await this.fh.sync();
           }

@@ -2,6 +2,7 @@
 // fallback (DESIGN invariant 2) and directory fsync.
 import { promises as fsp, constants as fsc } from 'node:fs';
 import path from 'node:path';
+import { crashNow, shouldCrash } from './crashpoint.js';
 
 export async function fsyncDir(dir: string): Promise<void> {
   const fh = await fsp.open(dir, fsc.O_RDONLY);
@@ -32,6 +33,8 @@ export async function atomicWrite(file: string, data: Buffer | string): Promise<
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+  // Test crash point: die with the new version written but not yet renamed.
+  if (shouldCrash('checkpoint-rename')) crashNow();
   await fsp.rename(tmp, file);
   await fsyncDir(path.dirname(file));
 }

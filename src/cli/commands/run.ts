@@ -2,6 +2,7 @@ import { Agent } from '../../agent/agent.js';
 import { loadConfig } from '../../config/index.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger } from '../../log.js';
+import { armCrashPoint } from '../../util/crashpoint.js';
 import { parseCommandArgs, type Command } from '../command.js';
 
 const usage = `Usage: spoolship run [-c FILE]
@@ -28,6 +29,8 @@ const command: Command = {
     const { values } = parseCommandArgs('run', argv, { config: { type: 'string', short: 'c' } });
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
     const log = createLogger(loaded.config.log, io.stderr);
+    // Test-only: see src/util/crashpoint.ts.
+    armCrashPoint(io.env.SPOOLSHIP_TEST_CRASH_AT);
     for (const w of loaded.warnings) log.warn(w);
     let fatalError: unknown = null;
     let wakeExit: () => void = () => undefined;
