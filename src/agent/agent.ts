@@ -7,7 +7,6 @@
 // journal intents and are re-formed at the next start), write the
 // checkpoint, release the lock.
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
@@ -29,6 +28,7 @@ import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline, type StateFault } from './pipeline.js';
 import { locateLines, reformBatch } from './reform.js';
 import { TokenSource } from './token.js';
+import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
 
 /** Compact the journal into the checkpoint this often. */
 const CHECKPOINT_EVERY_MS = 5000;
@@ -45,12 +45,6 @@ export interface AgentDeps {
   /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
-}
-
-interface EmbeddedEmulator {
-  url: string;
-  token: string;
-  close(): Promise<void>;
 }
 
 export class Agent {
@@ -162,7 +156,8 @@ export class Agent {
         onFatal: (err) => this.fatal(err),
       });
       this.batcher = new Batcher({
-        store: this.store,
+        progress: this.store.progress,
+        newBatchId: () => this.store.newBatchId(),
         now: () => clock.now(),
         maxBytes: c.batch.max_bytes,
         maxLineBytes: c.spool.max_line_bytes,
@@ -484,13 +479,6 @@ async function finishesWithin(p: Promise<unknown>, ms: number): Promise<boolean>
   } finally {
     clearTimeout(timer);
   }
-}
-
-async function startEmbedded(stateDir: string): Promise<EmbeddedEmulator> {
-  const { startEmulator } = await import('../emulator/index.js');
-  const token = `embedded-${randomUUID()}`;
-  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(stateDir, 'embedded-emulator'), tokens: [token] });
-  return { url: emu.url, token, close: () => emu.close() };
 }
 
 function redactUrl(u: string): string {

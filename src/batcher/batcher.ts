@@ -10,8 +10,7 @@
 // Every byte handed over is claimed in Progress, by a batch or by a dead
 // letter, in file order (the invariant Progress relies on).
 import { isUtf8 } from 'node:buffer';
-import type { StateStore } from '../state/store.js';
-import { DEAD_LETTER_OWNER, type RangeEntry } from '../state/progress.js';
+import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
 import type { DeadLetterInput } from '../deadletter/store.js';
 
 export interface TrackedFileRef {
@@ -30,7 +29,9 @@ export interface ClosedBatch {
 }
 
 export interface BatcherDeps {
-  store: StateStore;
+  /** Where every byte handed over is claimed (the agent's durable progress, or an in-memory one for `send`). */
+  progress: Progress;
+  newBatchId: () => number;
   now: () => number;
   maxBytes: number;
   maxLineBytes: number;
@@ -77,7 +78,7 @@ export class Batcher {
     const flushRun = (end: number) => {
       if (end > runStart) {
         this.copyInto(b, buf, runStart, end, runLines);
-        deps.store.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id);
+        deps.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id);
       }
       runStart = end;
       runLines = 0;
@@ -94,7 +95,7 @@ export class Batcher {
       if (contentLen === 0) {
         // Empty line: nothing to send, but its bytes belong to this batch.
         flushRun(pos);
-        deps.store.progress.claim(file.key, lineStart, lineEnd, b.id);
+        deps.progress.claim(file.key, lineStart, lineEnd, b.id);
         runStart = next;
       } else if (contentLen > deps.maxLineBytes || contentLen + 1 > deps.maxBytes) {
         flushRun(pos);
@@ -117,7 +118,7 @@ export class Batcher {
           flushRun(pos);
           this.copyInto(b, buf, pos, contentEnd, 1);
           this.appendNewline(b);
-          deps.store.progress.claim(file.key, lineStart, lineEnd, b.id);
+          deps.progress.claim(file.key, lineStart, lineEnd, b.id);
           runStart = next;
         } else {
           runLines++;
@@ -157,7 +158,7 @@ export class Batcher {
     let b = this.open.get(ds);
     if (!b) {
       const now = this.deps.now();
-      b = { id: this.deps.store.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now };
+      b = { id: this.deps.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now };
       this.open.set(ds, b);
     }
     return b;
@@ -212,7 +213,7 @@ export class Batcher {
     end: number,
     reason: 'line_too_long' | 'invalid_json',
   ): void {
-    const entry = this.deps.store.progress.claim(file.key, start, end, DEAD_LETTER_OWNER);
+    const entry = this.deps.progress.claim(file.key, start, end, DEAD_LETTER_OWNER);
     // A too-long line is kept only up to max_line_bytes (bytes says how long it was).
     const kept = reason === 'line_too_long' ? line.subarray(0, this.deps.maxLineBytes) : line;
     this.deps.onDeadLetter(

@@ -217,8 +217,13 @@ export class Sender {
       if (defer() && (this.budgetPark.parked || (!ctx.ownsDsPark && this.dsParks.get(part.ds)?.parked))) return 'deferred';
       const probe = await this.waitUntilClear(part.ds, ctx);
       if (probe === 'aborted') return 'aborted';
+      const outcome = await this.request(part, probe);
+      if (outcome === null) {
+        // Parked or stopping while waiting for a slot: not sent; decide again.
+        if (probe) this.budgetPark.probeDone(false);
+        continue;
+      }
       if (ctx.bisecting) ctx.probes++;
-      const outcome = await this.request(part);
       const v = classify(outcome, {
         attempt,
         afterGoaway,
@@ -279,10 +284,12 @@ export class Sender {
     }
   }
 
-  private async request(part: Part): Promise<SendOutcome> {
+  /** One request; null when the budget got parked (or the sender stopped) while this one waited for its slot. */
+  private async request(part: Part, isProbe: boolean): Promise<SendOutcome | null> {
     await this.inFlight.acquire();
     try {
       await this.o.limiter.acquire();
+      if (this.stopping || (this.budgetPark.parked && !isProbe)) return null;
       const started = performance.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
       const status = outcome.kind === 'response' ? outcome.status : 'error';

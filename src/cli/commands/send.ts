@@ -1,12 +1,114 @@
-import { UsageError } from '../../errors.js';
-import type { Command } from '../command.js';
+import { createReadStream, statSync } from 'node:fs';
+import path from 'node:path';
+import { startEmbedded } from '../../agent/embedded.js';
+import { loadConfig } from '../../config/index.js';
+import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
+import { createLogger } from '../../log.js';
+import { runSend, type SendInput, type SendSummary } from '../../send/one-shot.js';
+import { ProgressDisplay } from '../../send/progress.js';
+import { DATASOURCE_NAME } from '../../spool/routes.js';
+import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+
+const usage = `Usage: spoolship send -d DATASOURCE [FILE... | -] [-c FILE] [--json]
+
+Ship NDJSON files (or stdin, with "-" or no FILE) to a Data Source once,
+through the same batching, compression and retry code as 'spoolship run'.
+Keeps no checkpoint. Lines the API rejects go to the dead-letter store of
+state_dir ('spoolship dead-letter list').
+
+Options:
+  -d, --datasource NAME  target Data Source (required)
+  -c, --config FILE      config file (api, batch, compression, limits, retry)
+      --json             print the summary as JSON on stdout
+
+Exit codes: 0 every line acknowledged; 1 a line was dead-lettered, or the
+token/host was rejected (401/403/404: stops at once); 2 usage or config error.
+`;
+
+function inputsFrom(files: string[], io: CliIo): SendInput[] {
+  if (files.length === 0) files = ['-'];
+  return files.map((f) => {
+    if (f === '-') return { name: '-', size: null, open: () => io.stdin as AsyncIterable<Buffer> };
+    const abs = path.resolve(io.cwd, f);
+    let size: number;
+    try {
+      const st = statSync(abs);
+      if (!st.isFile()) throw new Error('not a file');
+      size = st.size;
+    } catch {
+      throw new UsageError(`cannot read ${f}: no such file (give NDJSON files, or - for stdin)`);
+    }
+    return { name: abs, size, open: () => createReadStream(abs, { highWaterMark: 1024 * 1024 }) };
+  });
+}
+
+function printSummary(s: SendSummary, io: CliIo, json: boolean): void {
+  if (json) {
+    io.stdout.write(`${JSON.stringify(s)}\n`);
+    return;
+  }
+  const dead = Object.entries(s.lines_dead_lettered).map(([r, n]) => `${n} ${r}`).join(', ') || '0';
+  const reqs = Object.entries(s.requests).map(([st, n]) => `${n}x${st}`).join(' ') || 'none';
+  io.stderr.write(
+    [
+      `send ${s.ok ? 'done' : 'FAILED'}: ${s.datasource}`,
+      `  lines read ${s.lines_read}, acknowledged ${s.lines_acked}, dead-lettered ${dead}`,
+      `  requests ${reqs}; ${(s.bytes_read / 1e6).toFixed(2)} MB read, ${(s.bytes_sent / 1e6).toFixed(2)} MB sent in ${s.seconds.toFixed(1)} s`,
+      ...(s.error ? [`  error: ${s.error}`] : []),
+      '',
+    ].join('\n'),
+  );
+}
 
 const command: Command = {
   name: 'send',
-  summary: '',
-  usage: 'Usage: spoolship send (not available yet in this build)',
-  async run() {
-    throw new UsageError("'spoolship send' is not available yet in this build");
+  summary: 'ship files or stdin once, then exit',
+  usage,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandArgs(
+      'send',
+      argv,
+      { datasource: { type: 'string', short: 'd' }, config: { type: 'string', short: 'c' }, json: { type: 'boolean' } },
+      true,
+    );
+    const ds = values.datasource;
+    if (!ds) throw new UsageError("missing -d DATASOURCE; see 'spoolship send --help'");
+    if (!DATASOURCE_NAME.test(ds)) throw new UsageError(`-d ${JSON.stringify(ds)}: a Data Source name is letters, digits and _ , not starting with a digit`);
+    const inputs = inputsFrom(positionals, io);
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
+    const c = loaded.config;
+    const log = createLogger({ ...c.log, level: 'warn' }, io.stderr);
+    let baseUrl = c.api.base_url;
+    let token = c.api.token ?? '';
+    const embedded = baseUrl === 'embedded' ? await startEmbedded(c.state_dir) : null;
+    if (embedded) {
+      baseUrl = embedded.url;
+      token = embedded.token;
+    } else if (c.api.token_file) {
+      token = (await import('node:fs')).readFileSync(c.api.token_file, 'utf8').trim();
+    }
+    if (!token) throw new UsageError('no API token: set api.token (or SPOOLSHIP_TOKEN), or api.token_file');
+    const deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(), () => undefined);
+    await deadLetters.open();
+    const total = inputs.every((i) => i.size !== null) ? inputs.reduce((a, i) => a + (i.size ?? 0), 0) : null;
+    let live: SendSummary | null = null;
+    const display = new ProgressDisplay(io.stderr, () => ({
+      bytesRead: live?.bytes_read ?? 0,
+      totalBytes: total,
+      linesAcked: live?.lines_acked ?? 0,
+      linesDeadLettered: Object.values(live?.lines_dead_lettered ?? {}).reduce((a, b) => a + b, 0),
+    }));
+    display.start();
+    let summary: SendSummary;
+    try {
+      summary = await runSend({ config: c, baseUrl, token, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s) });
+    } finally {
+      display.stop();
+      await embedded?.close();
+    }
+    printSummary(summary, io, values.json === true);
+    return summary.ok ? EXIT_OK : EXIT_FAILURE;
   },
 };
 export default command;

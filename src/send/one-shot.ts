@@ -1,0 +1,198 @@
+// `spoolship send`: ship files or stdin once through the same batcher,
+// sender and retry policy as the agent, keeping no checkpoint. Lines the
+// platform rejects go to the dead-letter store of state_dir, as with `run`.
+// A rejected token or host (401/403/404) or a request-level 400 stops the
+// run at once: nothing is retried forever.
+import { Batcher, type ClosedBatch } from '../batcher/batcher.js';
+import { createCodec } from '../codec/index.js';
+import type { Config } from '../config/types.js';
+import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
+import type { Logger } from '../log.js';
+import { EventsClient } from '../sender/http-client.js';
+import { createLocalLimiter } from '../sender/limiter.js';
+import { Sender } from '../sender/sender.js';
+import { Progress } from '../state/progress.js';
+import { systemClock } from '../util/clock.js';
+import { LineFramer } from './line-framer.js';
+
+export interface SendInput {
+  /** File path, or "-" for stdin. */
+  name: string;
+  size: number | null;
+  open(): AsyncIterable<Buffer>;
+}
+
+export interface SendSummary {
+  datasource: string;
+  ok: boolean;
+  error: string | null;
+  lines_read: number;
+  lines_acked: number;
+  lines_dead_lettered: Record<string, number>;
+  requests: Record<string, number>;
+  bytes_read: number;
+  bytes_sent: number;
+  seconds: number;
+}
+
+export interface SendOptions {
+  config: Readonly<Config>;
+  baseUrl: string;
+  token: string;
+  datasource: string;
+  inputs: SendInput[];
+  deadLetters: DeadLetterStore;
+  log: Logger;
+  /** Live counters for the progress display. */
+  onProgress?: (s: SendSummary) => void;
+}
+
+const SLACK = 2;
+
+export async function runSend(o: SendOptions): Promise<SendSummary> {
+  const c = o.config;
+  const started = Date.now();
+  const summary: SendSummary = {
+    datasource: o.datasource,
+    ok: false,
+    error: null,
+    lines_read: 0,
+    lines_acked: 0,
+    lines_dead_lettered: {},
+    requests: {},
+    bytes_read: 0,
+    bytes_sent: 0,
+    seconds: 0,
+  };
+  const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
+  const client = new EventsClient({
+    baseUrl: o.baseUrl,
+    token: () => o.token,
+    wait: c.api.wait,
+    http2: c.api.http2,
+    caFile: c.api.ca_file,
+    timeoutMs: c.api.timeout_ms,
+    maxConnections: c.limits.max_connections,
+  });
+  const limiter = createLocalLimiter(c.limits.requests_per_second);
+  const codec = createCodec(c.compression.codec, c.compression.level);
+  const storeDeadLetter = async (input: DeadLetterInput) => {
+    await o.deadLetters.add(input);
+    countDl(input.reason, 1);
+  };
+  const sender: Sender = new Sender({
+    client,
+    codec,
+    limiter,
+    clock: systemClock,
+    random: Math.random,
+    backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
+    http2: c.api.http2,
+    maxInFlight: c.limits.max_in_flight,
+    maxBytes: c.batch.max_bytes,
+    hooks: {
+      onRequest: (_ds, status, _s, wire) => {
+        summary.requests[String(status)] = (summary.requests[String(status)] ?? 0) + 1;
+        summary.bytes_sent += wire;
+      },
+      onRetry: () => undefined,
+      onAck: (_ds, lines) => {
+        summary.lines_acked += lines;
+      },
+      onParkChange: (scope, reason) => {
+        if (!reason) return;
+        summary.error ??=
+          scope === 'budget'
+            ? reason === 'token_rejected'
+              ? 'the API rejected the token (401/403); check api.token / SPOOLSHIP_TOKEN'
+              : 'the API answered 404: the token belongs to another region; set api.base_url to its host'
+            : `the API rejected the request itself (400 on both halves): check the Data Source name ${JSON.stringify(o.datasource)}`;
+        sender.stop();
+      },
+      deadLetterLines: async (_root, part, raw, reason, status) => {
+        let pos = 0;
+        const writes: Promise<void>[] = [];
+        while (pos < raw.length) {
+          const nl = raw.indexOf(10, pos);
+          const end = nl === -1 ? raw.length : nl;
+          const line = raw.subarray(pos, end);
+          writes.push(storeDeadLetter({ datasource: part.ds, reason, file: null, offset: null, bytes: line.length, status, line }));
+          pos = end + 1;
+        }
+        await Promise.all(writes);
+      },
+    },
+  });
+
+  const tasks = new Set<Promise<void>>();
+  let roomWaiter: (() => void) | null = null;
+  const deliver = async (b: ClosedBatch) => {
+    if (b.lines === 0) return;
+    const body = await codec.compress(b.body);
+    await sender.deliver({ id: b.id, ds: b.ds, body, encoding: codec.contentEncoding, rawLen: b.body.length, lines: b.lines });
+  };
+  const progress = new Progress();
+  let nextId = 1;
+  const batcher = new Batcher({
+    progress,
+    newBatchId: () => nextId++,
+    now: () => Date.now(),
+    maxBytes: c.batch.max_bytes,
+    maxLineBytes: c.spool.max_line_bytes,
+    maxOpenBytes: c.batch.max_open_bytes,
+    validateJson: c.validate === 'json',
+    capFor: (ds) => sender.capFor(ds),
+    onClose: (b) => {
+      const t: Promise<void> = deliver(b)
+        .catch((err) => {
+          summary.error ??= String(err);
+        })
+        .finally(() => {
+          tasks.delete(t);
+          roomWaiter?.();
+        });
+      tasks.add(t);
+    },
+    onDeadLetter: (input) => {
+      const t: Promise<void> = storeDeadLetter(input).finally(() => tasks.delete(t));
+      tasks.add(t);
+    },
+    onLinesRead: (_ds, lines, bytes) => {
+      summary.lines_read += lines;
+      summary.bytes_read += bytes;
+    },
+  });
+  const tick = setInterval(() => {
+    batcher.closeExpired(c.batch.linger_ms);
+    o.onProgress?.(summary);
+  }, Math.max(10, Math.min(200, c.batch.linger_ms)));
+  try {
+    for (const [i, input] of o.inputs.entries()) {
+      const key = `send:${i}`;
+      progress.addFile({ key, dev: 0, ino: i, gen: 0, fp: '', fpLen: 0, path: input.name, ds: o.datasource }, 0);
+      const framer = new LineFramer({ key, ds: o.datasource, path: input.name }, batcher, c.spool.max_line_bytes);
+      for await (const chunk of input.open()) {
+        if (summary.error) break;
+        framer.push(chunk);
+        while (tasks.size >= c.limits.max_in_flight + SLACK && !summary.error) {
+          await new Promise<void>((resolve) => (roomWaiter = resolve));
+        }
+      }
+      if (summary.error) break;
+      framer.end();
+    }
+    batcher.closeAll();
+    while (tasks.size > 0) await Promise.allSettled([...tasks]);
+  } finally {
+    clearInterval(tick);
+    sender.stop();
+    await client.close().catch(() => undefined);
+    await limiter.close();
+    await o.deadLetters.flush();
+  }
+  const dead = Object.values(summary.lines_dead_lettered).reduce((a, b) => a + b, 0);
+  if (!summary.error && summary.lines_acked + dead < summary.lines_read) summary.error = 'not every line was acknowledged';
+  summary.ok = summary.error === null && dead === 0;
+  summary.seconds = (Date.now() - started) / 1000;
+  return summary;
+}

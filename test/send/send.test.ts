@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+
+const CLI = path.resolve('dist/cli.js');
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+async function setup(): Promise<{ dir: string; emu: Emulator }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-send-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true });
+  cleanups.push(() => emu.close());
+  await writeFile(
+    path.join(dir, 'cfg.yaml'),
+    `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\nstate_dir: ${dir}/state\nbatch:\n  max_bytes: 20000\nretry:\n  initial_ms: 5\n  max_ms: 20\nlog:\n  format: json\n`,
+  );
+  return { dir, emu };
+}
+
+function run(args: string[], opts: { cwd: string; stdin?: string; env?: Record<string, string> }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdin.end(opts.stdin ?? '');
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const lines = (n: number, prefix = 'l') => Array.from({ length: n }, (_, i) => JSON.stringify({ id: `${prefix}${i}` }));
+const stored = (dir: string, ds: string) => readFileSync(path.join(dir, 'emu', `${ds}.ndjson`), 'utf8').trim().split('\n');
+
+describe('spoolship send', () => {
+  it('ships files through retries; rejected lines are dead-lettered and make it exit 1, with a JSON summary', async () => {
+    const { dir, emu } = await setup();
+    emu.setFaults([{ kind: 'status', status: 503, every: 3 }, { kind: 'reject_marker', marker: 'POISON' }]);
+    const a = lines(3000, 'a');
+    const b = [...lines(1000, 'b'), '{"id":"POISON"}'];
+    await writeFile(path.join(dir, 'a.ndjson'), `${a.join('\n')}\n`);
+    await writeFile(path.join(dir, 'b.ndjson'), `${b.join('\n')}\n`);
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson', 'b.ndjson'], { cwd: dir });
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout);
+    expect(s).toMatchObject({ datasource: 'events', ok: false, lines_read: 4001, lines_acked: 4000, lines_dead_lettered: { rejected: 1 } });
+    expect(s.requests['503']).toBeGreaterThan(0);
+    expect(new Set(stored(dir, 'events'))).toEqual(new Set([...a, ...lines(1000, 'b')]));
+    expect(stored(dir, 'events')).toHaveLength(4000);
+    const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'events.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(dl).toEqual([expect.objectContaining({ datasource: 'events', reason: 'rejected', status: 400, line: '{"id":"POISON"}' })]);
+  });
+
+  it('reads stdin (no FILE or "-"), sends a final line without newline whole, and exits 0 when all is acknowledged', async () => {
+    const { dir } = await setup();
+    const input = lines(500, 's');
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'from_stdin'], { cwd: dir, stdin: input.join('\r\n') });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/send done: from_stdin/);
+    expect(r.stderr).toMatch(/acknowledged 500/);
+    expect(stored(dir, 'from_stdin')).toEqual(input);
+  });
+
+  it('stops at once on a rejected token (exit 1, one request), and on a foreign-region token (404)', async () => {
+    const { dir, emu } = await setup();
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(20_000).join('\n')}\n`);
+    const bad = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir, env: { SPOOLSHIP_API__TOKEN: 'nope' } });
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).error).toMatch(/rejected the token/);
+    expect(emu.stats().requests_by_status['403']).toBeLessThanOrEqual(8); // the requests already in flight, nothing retried
+    const foreign = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir, env: { SPOOLSHIP_API__TOKEN: emu.foreignToken } });
+    expect(foreign.code).toBe(1);
+    expect(JSON.parse(foreign.stdout).error).toMatch(/404/);
+    expect(emu.stats().rows).toEqual({});
+  });
+
+  it('exits 2 and sends nothing for a missing file, a missing -d or a bad Data Source name', async () => {
+    const { dir, emu } = await setup();
+    for (const args of [['send', '-c', 'cfg.yaml', '-d', 'events', 'nope.ndjson'], ['send', '-c', 'cfg.yaml'], ['send', '-c', 'cfg.yaml', '-d', '9bad']]) {
+      const r = await run(args, { cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/spoolship send: /);
+    }
+    expect(emu.requests()).toEqual([]);
+  });
+});
