@@ -317,7 +317,7 @@ export class Agent {
   readiness(): Readiness {
     const reasons: string[] = [];
     if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
-    for (const ds of this.sender.parkedDataSources()) reasons.push(`bad_request:${ds}`);
+    if (this.sender.parkedDataSources().length > 0) reasons.push('bad_request');
     if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
     const backlog = this.pipeline.batchesActive > 0;
     if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
@@ -364,10 +364,10 @@ export class Agent {
   }
 
   /**
-   * A prom-client metric's values summed per `datasource` label ('' when it
-   * has none). prom-client 15's `get()` is async while /status is answered
-   * synchronously, so this reads the metric's per-label-set values directly
-   * (prom-client is pinned; test/ops/status-agent.test.ts checks the numbers).
+   * A prom-client counter's values summed per `datasource` label. prom-client
+   * 15's `get()` is async while /status is answered synchronously, so this
+   * reads the counter's per-label-set values directly (prom-client is pinned;
+   * test/ops/status.test.ts checks the numbers against the lines sent).
    */
   private metricByDataSource(metric: object): Map<string, number> {
     const sets = (metric as { hashMap?: Record<string, { labels?: Record<string, string>; value?: number }> }).hashMap ?? {};
