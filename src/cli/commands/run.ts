@@ -1,9 +1,11 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Agent } from '../../agent/agent.js';
-import { loadConfig } from '../../config/index.js';
+import { loadConfig, restartRequiredChanges } from '../../config/index.js';
+import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
-import { createLogger } from '../../log.js';
+import { createLogger, type Logger } from '../../log.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
-import { parseCommandArgs, type Command } from '../command.js';
+import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship run [-c FILE]
 
@@ -17,9 +19,106 @@ Options:
 Signals:
   SIGTERM, SIGINT    stop reading, drain in-flight requests (shutdown_timeout_ms),
                      persist state, exit 0
-  SIGHUP             re-read the token file and retry parked requests now; the
-                     config file is re-validated and problems are logged
+  SIGHUP             reload the config file and the token file. An invalid new
+                     config is rejected (problems logged) and the old one kept;
+                     a changed one restarts the pipeline gracefully (no loss, no
+                     duplicates). state_dir and admin.listen need a restart.
 `;
+
+/** The new config, with the restart-only keys kept at their running values. */
+function applicable(current: Readonly<Config>, next: Readonly<Config>, log: Logger): Readonly<Config> {
+  const kept = restartRequiredChanges(current, next);
+  if (kept.length === 0) return next;
+  for (const key of kept) log.warn({ key }, 'this key changes only at a restart; keeping the running value');
+  const merged = structuredClone(next) as Config;
+  merged.state_dir = current.state_dir;
+  merged.admin = { ...merged.admin, listen: current.admin.listen };
+  return merged;
+}
+
+class Daemon {
+  private agent!: Agent;
+  private fatalError: unknown = null;
+  private wakeExit: () => void = () => undefined;
+  readonly stopped = new Promise<void>((resolve) => (this.wakeExit = resolve));
+  private reloading: Promise<void> = Promise.resolve();
+
+  constructor(
+    private loaded: LoadedConfig,
+    private log: Logger,
+    private readonly io: CliIo,
+  ) {}
+
+
+  async start(): Promise<void> {
+    this.agent = await this.startAgent(this.loaded.config);
+  }
+
+  private startAgent(config: Readonly<Config>): Promise<Agent> {
+    return Agent.start(config, {
+      log: this.log,
+      onFatal: (err) => {
+        this.fatalError ??= err;
+        this.wakeExit();
+      },
+    });
+  }
+
+  stop(signal: string): void {
+    this.log.info({ signal }, 'signal received');
+    this.wakeExit();
+  }
+
+  /** SIGHUP: serialised, so two signals in a row do not overlap. */
+  hup(): void {
+    this.reloading = this.reloading.then(() => this.reload()).catch((err) => {
+      this.fatalError ??= err;
+      this.wakeExit();
+    });
+  }
+
+  private async reload(): Promise<void> {
+    const log = this.log;
+    log.info({ signal: 'SIGHUP', file: this.loaded.file }, 'reloading the config and the token file');
+    let next: LoadedConfig;
+    try {
+      next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd });
+    } catch (err) {
+      if (!(err instanceof SpoolshipError)) throw err;
+      log.error({ problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
+      await this.agent.reloadToken();
+      return;
+    }
+    const config = applicable(this.loaded.config, next.config, log);
+    if (isDeepStrictEqual(config, this.loaded.config)) {
+      await this.agent.reloadToken();
+      log.info('config unchanged; token file re-read');
+      return;
+    }
+    log.info('config changed: restarting the pipeline on it (in-flight requests drain first)');
+    await this.agent.close();
+    try {
+      this.agent = await this.startAgent(config);
+      this.loaded = { ...next, config };
+      this.log = createLogger(config.log, this.io.stderr);
+    } catch (err) {
+      log.error({ err: String(err) }, 'the new config could not start; going back to the old one');
+      this.agent = await this.startAgent(this.loaded.config);
+    }
+  }
+
+  async finish(): Promise<number> {
+    await this.reloading;
+    if (this.fatalError) {
+      // A fatal I/O error: leave without writing more state; the next start
+      // recovers from what is on disk.
+      this.log.fatal('exiting after a fatal error; the next start recovers from the state_dir');
+      return EXIT_FAILURE;
+    }
+    await this.agent.close();
+    return EXIT_OK;
+  }
+}
 
 const command: Command = {
   name: 'run',
@@ -29,47 +128,22 @@ const command: Command = {
     const { values } = parseCommandArgs('run', argv, { config: { type: 'string', short: 'c' } });
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
     const log = createLogger(loaded.config.log, io.stderr);
+    for (const w of loaded.warnings) log.warn(w);
     // Test-only: see src/util/crashpoint.ts.
     armCrashPoint(io.env.SPOOLSHIP_TEST_CRASH_AT);
-    for (const w of loaded.warnings) log.warn(w);
-    let fatalError: unknown = null;
-    let wakeExit: () => void = () => undefined;
-    const stopped = new Promise<void>((resolve) => (wakeExit = resolve));
-    const agent = await Agent.start(loaded.config, {
-      log,
-      onFatal: (err) => {
-        fatalError ??= err;
-        wakeExit();
-      },
-    });
-    const onStop = (signal: string) => {
-      log.info({ signal }, 'signal received');
-      wakeExit();
-    };
-    const onHup = () => {
-      log.info({ signal: 'SIGHUP' }, 'reloading token file');
-      try {
-        loadConfig({ file: loaded.file, env: io.env, cwd: io.cwd });
-      } catch (err) {
-        if (err instanceof SpoolshipError) log.error({ problems: err.message }, 'new config rejected; keeping the running one');
-      }
-      agent.reloadToken().catch((err) => log.warn({ err: String(err) }, 'token reload failed'));
-    };
-    process.on('SIGTERM', onStop);
-    process.on('SIGINT', onStop);
+    const daemon = new Daemon(loaded, log, io);
+    await daemon.start();
+    const onTerm = () => daemon.stop('SIGTERM');
+    const onInt = () => daemon.stop('SIGINT');
+    const onHup = () => daemon.hup();
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
     process.on('SIGHUP', onHup);
-    await stopped;
-    process.off('SIGTERM', onStop);
-    process.off('SIGINT', onStop);
+    await daemon.stopped;
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
     process.off('SIGHUP', onHup);
-    if (fatalError) {
-      // A fatal I/O error: leave without writing more state; the next start
-      // recovers from what is on disk.
-      log.fatal('exiting after a fatal error; the next start recovers from the state_dir');
-      return EXIT_FAILURE;
-    }
-    await agent.close();
-    return EXIT_OK;
+    return daemon.finish();
   },
 };
 export default command;

@@ -1,0 +1,129 @@
+// `spoolship run` as a real child process: signals, reload, the state lock.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, existsSync } from 'node:fs';
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+
+const CLI = path.resolve('dist/cli.js');
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+interface Agent {
+  child: ChildProcess;
+  logs: Array<Record<string, unknown>>;
+  exited: Promise<number | null>;
+}
+
+function startRun(dir: string, env: Record<string, string> = {}): Agent {
+  const child = spawn(process.execPath, [CLI, 'run', '-c', path.join(dir, 'cfg.yaml')], { cwd: dir, env: { ...process.env, ...env } });
+  const logs: Agent['logs'] = [];
+  let buf = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        logs.push({ msg: line });
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  cleanups.push(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return { child, logs, exited };
+}
+
+async function until<T>(fn: () => T, what: string, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function setup(): Promise<{ dir: string; emu: Emulator; cfg: (extra?: string) => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-run-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true });
+  cleanups.push(() => emu.close());
+  await mkdir(path.join(dir, 'spool', 'ev'), { recursive: true });
+  const cfg = (extra = '') =>
+    writeFile(
+      path.join(dir, 'cfg.yaml'),
+      `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\nspool:\n  dir: ./spool\nstate_dir: ./state\nbatch:\n  linger_ms: 50\nadmin:\n  listen: ""\nlog:\n  format: json\n${extra}`,
+    );
+  await cfg();
+  return { dir, emu, cfg };
+}
+
+const rowsOf = (dir: string) => {
+  const f = path.join(dir, 'emu', 'ev.ndjson');
+  return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean) : [];
+};
+const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ n: from + i })).join('\n') + '\n';
+
+describe('spoolship run (process)', () => {
+  it('SIGHUP with a broken config logs every problem and keeps running on the old one', async () => {
+    const { dir, emu, cfg } = await setup();
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 100));
+    const a = startRun(dir);
+    await until(() => rowsOf(dir).length === 100, 'first rows');
+    await cfg('queue:\n  max_bytes: lots\ncompression:\n  codec: brotli\n');
+    a.child.kill('SIGHUP');
+    const rejected = await until(() => a.logs.find((l) => l.msg === 'new config rejected; the agent keeps running on the old one'), 'rejection log');
+    expect(JSON.stringify(rejected.problems)).toMatch(/compression\.codec/);
+    expect(JSON.stringify(rejected.problems)).toMatch(/queue\.max_bytes/);
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(100, 100));
+    await until(() => rowsOf(dir).length === 200, 'rows after the rejected reload');
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+    expect(new Set(rowsOf(dir)).size).toBe(200);
+    expect(emu.requests().every((r) => r.contentEncoding === 'zstd')).toBe(true);
+  });
+
+  it('SIGHUP with a changed config restarts the pipeline on it, losing and duplicating nothing', async () => {
+    const { dir, emu, cfg } = await setup();
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 300));
+    const a = startRun(dir);
+    await until(() => rowsOf(dir).length === 300, 'first rows');
+    await cfg('compression:\n  codec: gzip\n');
+    a.child.kill('SIGHUP');
+    await until(() => a.logs.filter((l) => l.msg === 'spoolship started').length === 2, 'the restarted pipeline');
+    const before = emu.requests().length;
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(300, 300));
+    await until(() => rowsOf(dir).length === 600, 'rows after the reload');
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+    const rows = rowsOf(dir);
+    expect(rows).toHaveLength(600);
+    expect(new Set(rows).size).toBe(600);
+    const after = emu.requests().slice(before);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((r) => r.contentEncoding === 'gzip')).toBe(true);
+  });
+
+  it('a second run on the same state_dir exits 2 naming the process that holds it', async () => {
+    const { dir } = await setup();
+    const a = startRun(dir);
+    await until(() => a.logs.find((l) => l.msg === 'spoolship started'), 'first agent');
+    const b = startRun(dir);
+    expect(await b.exited).toBe(2);
+    const text = b.logs.map((l) => String(l.msg)).join('\n');
+    expect(text).toContain(`in use by process ${a.child.pid}`);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+});
