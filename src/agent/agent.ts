@@ -72,6 +72,7 @@ export class Agent {
   private journalRetry: NodeJS.Timeout | null = null;
   private readonly clock: Clock;
   private readonly lastError = new Map<string, string>();
+  private readonly streak = new RetryStreak(() => this.deps.log);
 
   private constructor(
     private config: Readonly<Config>,
@@ -238,8 +239,14 @@ export class Agent {
           metrics.bytesSent.inc({ datasource: ds }, wireBytes);
           if (status === 'error' || (typeof status === 'number' && status >= 400)) this.lastError.set(ds, `HTTP ${status}`);
         },
-        onRetry: (reason) => metrics.retries.inc({ reason }),
-        onAck: (ds, lines) => metrics.linesAcked.inc({ datasource: ds }, lines),
+        onRetry: (reason, ds) => {
+          metrics.retries.inc({ reason });
+          this.streak.retry(reason, ds);
+        },
+        onAck: (ds, lines) => {
+          metrics.linesAcked.inc({ datasource: ds }, lines);
+          this.streak.success();
+        },
         onParkChange: (scope, reason, previous) => {
           if (previous) metrics.parked.set({ reason: previous }, 0);
           if (reason) metrics.parked.set({ reason }, 1);
@@ -478,6 +485,27 @@ async function finishesWithin(p: Promise<unknown>, ms: number): Promise<boolean>
     return await Promise.race([p.then(() => true), timeout]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** Retries are logged once per streak (WARN at its start, INFO when an ack ends it), never per request. */
+class RetryStreak {
+  private count = 0;
+  private readonly reasons = new Map<string, number>();
+
+  constructor(private readonly log: () => Logger) {}
+
+  retry(reason: string, ds: string): void {
+    if (this.count === 0) this.log().warn({ reason, datasource: ds }, 'retrying: requests are failing; batches are kept and resent with the same bytes');
+    this.count++;
+    this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + 1);
+  }
+
+  success(): void {
+    if (this.count === 0) return;
+    this.log().info({ retries: this.count, by_reason: Object.fromEntries(this.reasons) }, 'requests succeed again; retry streak over');
+    this.count = 0;
+    this.reasons.clear();
   }
 }
 

@@ -1,0 +1,132 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+
+/** Largest number of request arrivals in any 1-second window. */
+function busiestSecond(at: number[]): number {
+  const t = [...at].sort((a, b) => a - b);
+  let best = 0;
+  let lo = 0;
+  for (let hi = 0; hi < t.length; hi++) {
+    while (t[hi]! - t[lo]! >= 1000) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
+
+function metricValues(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
+  const out: Array<{ labels: Record<string, string>; value: number }> = [];
+  for (const line of text.split('\n')) {
+    const m = new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`).exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const kv of (m[1] ?? '').split(',').filter(Boolean)) {
+      const [k, v] = kv.split('=');
+      labels[k!] = JSON.parse(v!) as string;
+    }
+    out.push({ labels, value: Number(m[2]) });
+  }
+  return out;
+}
+
+describe('limits and metrics', () => {
+  it('offered 3x the limit, the busiest sliding second at the emulator holds <= 100 requests while the rate stays >= 90/s', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { dataDir: null });
+    // ~1 KB batches of 50-byte lines: 20,000 lines offer ~1,000 requests, far more than 3 s x 100.
+    const config = configFor(dir, emu, { batch: { max_bytes: 1000, linger_ms: 1000 }, limits: { requests_per_second: 100 } });
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), jsonLines('r', 0, 20_000));
+    const { stop } = await startAgent(config);
+    await waitFor(() => emu.requests().length >= 350, '350 requests', 20_000);
+    await stop();
+    const at = emu.requests().map((r) => r.at);
+    expect(busiestSecond(at)).toBeLessThanOrEqual(100);
+    const t0 = Math.min(...at);
+    const steady = at.filter((t) => t >= t0 + 500 && t < t0 + 2500).length / 2;
+    expect(steady).toBeGreaterThanOrEqual(90);
+    expect(emu.stats().requests_by_status['429'] ?? 0).toBe(0);
+  });
+
+  it('/metrics counters equal what the emulator saw: requests by status, lines acknowledged, retries and dead letters by reason', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    emu.setFaults([
+      { kind: 'status', status: 503, every: 4 },
+      { kind: 'reject_marker', marker: 'POISON' },
+    ]);
+    emu.failNext(2, { kind: 'status', status: 429, retry_after: 0 });
+    const good = jsonLines('m', 0, 3000);
+    const lines = [...good.slice(0, 1000), '{"id":"POISON-1"}', ...good.slice(1000, 2000), '{"id":"POISON-2"}', ...good.slice(2000)];
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const config = configFor(dir, emu, { batch: { max_bytes: 20_000 }, admin: { listen: '127.0.0.1:0' } });
+    const { agent, stop } = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length === 3000, 'all good rows');
+    await waitFor(async () => {
+      const t = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+      return metricValues(t, 'spoolship_lines_dead_lettered_total').reduce((a, m) => a + m.value, 0) === 2;
+    }, 'dead letters counted');
+    const text = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), good);
+    const emuStatus = emu.stats().requests_by_status;
+    const byStatus: Record<string, number> = {};
+    for (const m of metricValues(text, 'spoolship_requests_total')) byStatus[m.labels.status!] = (byStatus[m.labels.status!] ?? 0) + m.value;
+    expect(byStatus).toEqual(emuStatus);
+    const acked = metricValues(text, 'spoolship_lines_acked_total').find((m) => m.labels.datasource === 'ev')?.value;
+    expect(acked).toBe(3000);
+    const retries = Object.fromEntries(metricValues(text, 'spoolship_retries_total').map((m) => [m.labels.reason, m.value]));
+    expect(retries['5xx']).toBe(emuStatus['503']);
+    expect(retries['429']).toBe(2);
+    // Every 400 either split a part (a retry) or isolated a line (a dead letter).
+    expect((retries['400'] ?? 0) + 2).toBe(emuStatus['400']);
+    const dead = metricValues(text, 'spoolship_lines_dead_lettered_total');
+    expect(dead).toEqual([{ labels: { datasource: 'ev', reason: 'rejected' }, value: 2 }]);
+  });
+
+  it('/readyz flips to 503 on a 403 and back to 200 once the token file is fixed, with no restart and no signal', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const tokenFile = path.join(dir, 'token');
+    await writeFile(tokenFile, 'wrong-token\n');
+    const config = configFor(dir, emu, { api: { token: null, token_file: tokenFile }, admin: { listen: '127.0.0.1:0' } });
+    const lines = jsonLines('t', 0, 500);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(config);
+    const readyz = async () => {
+      const r = await fetch(`${agent.adminUrl}/readyz`);
+      return { status: r.status, body: (await r.json()) as { ready: boolean; reasons: string[] } };
+    };
+    const down = await waitFor(async () => {
+      const r = await readyz();
+      return r.status === 503 ? r : null;
+    }, '/readyz 503');
+    expect(down.body).toEqual({ ready: false, reasons: ['token_rejected'] });
+    await writeFile(tokenFile, `${emu.token}\n`);
+    await waitFor(async () => (await readyz()).status === 200, '/readyz 200 again', 20_000);
+    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the fix');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
+
+  it('HTTP/2 over TLS: a GOAWAY reconnects at once and resends; every line arrives', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { tls: true, faults: [{ kind: 'goaway', every: 3 }] });
+    const config = configFor(dir, emu, { api: { http2: true, ca_file: emu.caFile }, batch: { max_bytes: 10_000 }, admin: { listen: '127.0.0.1:0' } });
+    const lines = jsonLines('h', 0, 2000);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(config);
+    await waitFor(() => new Set(rows(emu, dir, 'ev')).size === 2000, 'every line');
+    const text = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+    await stop();
+    const reqs = emu.requests();
+    expect(reqs.every((r) => r.httpVersion === '2')).toBe(true);
+    const goaways = reqs.filter((r) => r.outcome === 'goaway');
+    expect(goaways.length).toBeGreaterThan(0);
+    expect(metricValues(text, 'spoolship_retries_total').find((m) => m.labels.reason === 'goaway')?.value).toBeGreaterThan(0);
+    // A GOAWAY after insert is an unknown outcome: those batches may arrive twice, nothing else.
+    const got = rows(emu, dir, 'ev');
+    expect(new Set(got)).toEqual(new Set(lines));
+    expect(got.length - lines.length).toBeLessThanOrEqual(goaways.reduce((a, r) => a + Math.ceil((r.decodedBytes ?? 0) / 20), 0));
+  });
+});
