@@ -386,6 +386,12 @@ export class Agent {
     return out;
   }
 
+  /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */
+  isFollowing(path: string, ino: number): boolean {
+    for (const t of this.spooler.tailers.values()) if (t.path === path && t.ino === ino && !t.finished) return true;
+    return false;
+  }
+
   /** SIGHUP: re-read the token file and retry parked work now. */
   async reloadToken(): Promise<void> {
     await this.token.reload();

@@ -153,6 +153,7 @@ export class Spooler {
     for (const t of this.tailers.values()) {
       if (!seen.has(t.key) && !t.detached && !t.finished) await this.detach(t);
     }
+    if (this.firstScan) await this.adoptUnmatched();
     await this.collectFinished();
     this.firstScan = false;
   }
@@ -161,9 +162,39 @@ export class Spooler {
     // Renamed out of the patterns, or deleted. An open descriptor still reads
     // it to the end; without one, look for the inode in the same directory.
     const found = await findByInode(path.dirname(t.path), t.dev, t.ino);
-    if (found) t.path = found;
+    if (found && found !== t.path) {
+      t.path = found;
+      // Journal the new path: after a kill -9 recovery re-forms this file's
+      // unacknowledged batches and resumes it by path.
+      const meta = this.o.store.progress.files.get(t.key)?.meta;
+      if (meta) this.o.store.updateFile({ ...meta, path: found });
+    }
     if (!t.fh) await t.ensureOpen();
     t.detached = true;
+  }
+
+  /**
+   * Files known from before the restart that no pattern matches any more
+   * (renamed out of the patterns while being read, or while the agent was
+   * down): read them to the end, as a running agent would have. Without this
+   * a kill -9 during such a file loses its unread tail. The state store has
+   * already found each file again by identity (StateStore.relocateFiles).
+   */
+  private async adoptUnmatched(): Promise<void> {
+    const store = this.o.store;
+    for (const fp of store.progress.files.values()) {
+      const m = fp.meta;
+      if (this.tailers.has(m.key) || this.findTailer(m.dev, m.ino)) continue;
+      const st = await fsp.stat(m.path).catch(() => null);
+      if (!st || !st.isFile() || st.dev !== m.dev || st.ino !== m.ino) continue;
+      const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
+      if (st.size < resume) continue;
+      const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+      t.lastSize = st.size;
+      t.lastMtimeMs = st.mtimeMs;
+      t.detached = true;
+      this.tailers.set(m.key, t);
+    }
   }
 
   private async track(p: string, ds: string): Promise<string | null> {
@@ -174,14 +205,24 @@ export class Spooler {
       return null;
     }
     if (!st.isFile()) return null;
-    const existing = this.findTailer(st.dev, st.ino);
+    let existing = this.findTailer(st.dev, st.ino);
+    if (existing?.finished) {
+      // A finished file's descriptor is closed, so its inode can be reused:
+      // the file now here is a new one (inode reuse after delete). Read it
+      // from 0 as a new generation; if it was the old one renamed back, that
+      // re-sends it (duplicates), which beats losing a new file.
+      return this.addFile(p, ds, st.dev, st.ino, st.size, existing.gen + 1);
+    }
+    if (existing?.detached) {
+      // Still open, so the inode cannot have been reused: renamed back into the patterns.
+      existing.detached = false;
+    }
     if (existing) {
       if (existing.path !== p) {
         existing.path = p;
         const meta = this.o.store.progress.files.get(existing.key)?.meta;
         if (meta) this.o.store.updateFile({ ...meta, path: p });
       }
-      if (existing.finished) return existing.key;
       const changed = st.size !== existing.lastSize || st.mtimeMs !== existing.lastMtimeMs;
       existing.lastMtimeMs = st.mtimeMs;
       if (st.size < existing.readOffset) await this.restartFile(existing, st.size, 'truncated');
@@ -193,7 +234,7 @@ export class Spooler {
     return this.addFile(p, ds, st.dev, st.ino, st.size);
   }
 
-  private async addFile(p: string, ds: string, dev: number, ino: number, size: number): Promise<string | null> {
+  private async addFile(p: string, ds: string, dev: number, ino: number, size: number, minGen = 0): Promise<string | null> {
     const fh = await fsp.open(p, 'r').catch(() => null);
     if (!fh) return null;
     try {
@@ -211,7 +252,7 @@ export class Spooler {
           return m.key;
         }
       }
-      let gen = 0;
+      let gen = minGen;
       for (const fp of store.progress.files.values()) if (fp.meta.dev === dev && fp.meta.ino === ino) gen = Math.max(gen, fp.meta.gen + 1);
       const key = fileKey(dev, ino, gen);
       const f = await fingerprint(fh, size);
