@@ -1,12 +1,136 @@
-import { UsageError } from '../../errors.js';
-import type { Command } from '../command.js';
+// `spoolship dead-letter list|replay [-c FILE] [--datasource DS] [--reason R] [--json]`:
+// inspect the dead-letter store, and resend its lines once the cause is fixed
+// (the replay sequence and its crash safety: src/deadletter/replay.ts).
+import { loadConfig } from '../../config/index.js';
+import type { Config } from '../../config/types.js';
+import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
+import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter } from '../../deadletter/files.js';
+import { renderList, renderSummary, STOP_MESSAGES } from '../../deadletter/render.js';
+import { replayDeadLetters } from '../../deadletter/replay.js';
+import { createReplaySender } from '../../deadletter/replay-sender.js';
+import { deadLetterDir } from '../../deadletter/store.js';
+import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+
+const usage = `Usage: spoolship dead-letter list   [-c FILE] [--datasource DS] [--reason R] [--json]
+       spoolship dead-letter replay [-c FILE] [--datasource DS] [--reason R] [--json]
+
+Lines that could not be delivered as they are wait in the dead-letter store
+(<state_dir>/dead-letter/<datasource>.ndjson) with the reason:
+line_too_long, invalid_json, rejected (400), materialized_view_error (422).
+
+  list    print the records: a table, or with --json one JSON object per line
+          (datasource, reason, file, offset, bytes, at, status, and line or
+          line_base64 when the line is not UTF-8)
+  replay  resend the selected lines through the same sender as the agent
+          (batches, retries, 400 bisection). Acknowledged records are removed;
+          a line rejected again stays, with the new answer. Safe while the
+          agent runs. 401/403/404 stop the replay at once and keep everything.
+          Ctrl-C stops it; records not acknowledged are kept.
+
+Options:
+  -c, --config FILE      config file (default: $SPOOLSHIP_CONFIG, ./config/spoolship.yaml,
+                         /etc/spoolship/spoolship.yaml)
+      --datasource DS    only this Data Source
+      --reason R         only this reason (filters combine)
+      --json             list: JSON lines; replay: the summary as one JSON object
+  -h, --help             show this help
+
+Exit codes: 0 ok (replay: every selected record acknowledged, or none
+selected); 1 replay left records behind (rejected again, not sent, token or
+host rejected); 2 usage or config error (nothing was done).
+`;
 
 const command: Command = {
   name: 'dead-letter',
-  summary: '',
-  usage: 'Usage: spoolship dead-letter (not available yet in this build)',
-  async run() {
-    throw new UsageError("'spoolship dead-letter' is not available yet in this build");
+  summary: 'list or replay rejected lines',
+  usage,
+  async run(argv, io) {
+    const { values, positionals } = parseCommandArgs(
+      'dead-letter',
+      argv,
+      {
+        config: { type: 'string', short: 'c' },
+        datasource: { type: 'string' },
+        reason: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      true,
+    );
+    const [verb, ...extra] = positionals;
+    if (verb !== 'list' && verb !== 'replay') {
+      throw new UsageError(`${verb === undefined ? 'missing verb' : `unknown verb '${verb}'`}: use 'dead-letter list' or 'dead-letter replay'; see 'spoolship dead-letter --help'`);
+    }
+    if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'; see 'spoolship dead-letter --help'`);
+    const filter = parseFilter(values.datasource, values.reason);
+    const { config } = loadConfig({
+      file: values.config ?? null,
+      env: io.env,
+      cwd: io.cwd,
+      onWarning: (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`),
+    });
+    return verb === 'list' ? list(config, filter, values.json === true, io) : replay(config, filter, values.json === true, io);
   },
 };
+
+function parseFilter(datasource: string | undefined, reason: string | undefined): Filter {
+  if (datasource !== undefined && (datasource === '' || /[/\\]|^\.\.?$/.test(datasource))) {
+    throw new UsageError(`--datasource ${JSON.stringify(datasource)} is not a Data Source name`);
+  }
+  if (reason !== undefined && !(DEAD_LETTER_REASONS as readonly string[]).includes(reason)) {
+    throw new UsageError(`--reason ${JSON.stringify(reason)} is not a dead-letter reason; use one of ${DEAD_LETTER_REASONS.join(', ')}`);
+  }
+  return { datasource, reason };
+}
+
+async function list(config: Readonly<Config>, filter: Filter, json: boolean, io: CliIo): Promise<number> {
+  const dir = deadLetterDir(config.state_dir);
+  const { records, unreadable } = await listDeadLetters(dir, filter);
+  for (const u of unreadable) io.stderr.write(`spoolship dead-letter: warning: ${u.file}: ${u.lines} unreadable line(s) (a write torn by a crash); kept, not listed\n`);
+  const leftovers = (await listDeadLetterFiles(dir, filter.datasource)).filter((f) => f.replaying);
+  for (const f of leftovers) io.stderr.write(`spoolship dead-letter: note: ${f.path} is held by a running or interrupted replay; its records are listed, and the next replay resends them\n`);
+  if (json) {
+    io.stdout.write(records.map((r) => `${JSON.stringify(specRecord(r))}\n`).join(''));
+  } else if (records.length === 0) {
+    io.stdout.write(`no dead letters${describeFilter(filter)} in ${dir}\n`);
+  } else {
+    io.stdout.write(renderList(records, { color: io.stdout.isTTY === true }));
+  }
+  return EXIT_OK;
+}
+
+async function replay(config: Readonly<Config>, filter: Filter, json: boolean, io: CliIo): Promise<number> {
+  if (config.api.base_url === 'embedded') {
+    throw new UsageError(
+      "api.base_url is 'embedded': the embedded emulator lives inside a running agent, so replay has nowhere to send; set api.base_url (and api.token) to the Events API or a 'spoolship emulator', then run replay again",
+    );
+  }
+  const say = (msg: string) => io.stderr.write(`spoolship dead-letter replay: ${msg}\n`);
+  const sender = await createReplaySender(config, {
+    onRetry: (reason, ds) => say(`retrying (${reason}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
+    onStop: (reason, scope) => say(`${STOP_MESSAGES[reason]}${scope !== 'budget' && scope !== 'replay' ? ` (${scope})` : ''}`),
+  });
+  const onInterrupt = () => sender.stop('interrupted');
+  process.on('SIGINT', onInterrupt);
+  try {
+    const summary = await replayDeadLetters({
+      dir: deadLetterDir(config.state_dir),
+      filter,
+      maxBatchBytes: config.batch.max_bytes,
+      concurrency: config.limits.max_in_flight,
+      sender,
+      now: () => new Date(),
+    });
+    io.stdout.write(json ? `${JSON.stringify(summary)}\n` : renderSummary(summary));
+    return summary.acknowledged === summary.selected && summary.stopped === null ? EXIT_OK : EXIT_FAILURE;
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    await sender.close();
+  }
+}
+
+function describeFilter(f: Filter): string {
+  const parts = [f.datasource !== undefined ? `datasource ${f.datasource}` : null, f.reason !== undefined ? `reason ${f.reason}` : null].filter(Boolean);
+  return parts.length ? ` (${parts.join(', ')})` : '';
+}
+
 export default command;

@@ -1,12 +1,92 @@
-import { UsageError } from '../../errors.js';
-import type { Command } from '../command.js';
+// `spoolship status [-c FILE] [--json] [--watch]`: progress per Data Source
+// and per file, from the running agent's /status, or from the state_dir when
+// the agent is down or has no admin endpoint (src/status/collect.ts).
+import { loadConfig } from '../../config/index.js';
+import { EXIT_OK, SpoolshipError } from '../../errors.js';
+import { collectStatus } from '../../status/collect.js';
+import { renderStatus } from '../../status/render.js';
+import { systemClock } from '../../util/clock.js';
+import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+
+export const WATCH_INTERVAL_MS = 1000;
+const CLEAR_SCREEN = '\x1b[H\x1b[2J';
+
+const usage = `Usage: spoolship status [-c FILE] [--json] [--watch]
+
+Show progress per Data Source and per file: lines read and acknowledged,
+bytes read / committed / behind (on disk, not yet committed), the queue of
+unacknowledged batches, the last error and any parked reason.
+
+The report comes from the running agent's /status at admin.listen when it
+answers for this state_dir; otherwise (agent down, admin.listen "" or not
+answering) it is read from the state_dir (checkpoint + journal, read-only,
+file sizes from disk), and says whether an agent holds the state_dir lock.
+Counters that live only in the agent (lines read/acked, last error, parked)
+are shown as '-' (null in JSON) then.
+
+Options:
+  -c, --config FILE  config file (default: $SPOOLSHIP_CONFIG, ./config/spoolship.yaml,
+                     /etc/spoolship/spoolship.yaml)
+      --json         print one JSON object (the same as the agent's /status);
+                     with --watch, one object per line
+      --watch        refresh every second (redrawn in place on a terminal);
+                     stop with Ctrl-C
+  -h, --help         show this help
+
+Exit codes: 0 ok; 1 the state_dir could not be read; 2 usage or config error.
+`;
 
 const command: Command = {
   name: 'status',
-  summary: '',
-  usage: 'Usage: spoolship status (not available yet in this build)',
-  async run() {
-    throw new UsageError("'spoolship status' is not available yet in this build");
+  summary: 'show progress per Data Source and file',
+  usage,
+  async run(argv, io) {
+    const { values } = parseCommandArgs('status', argv, {
+      config: { type: 'string', short: 'c' },
+      json: { type: 'boolean' },
+      watch: { type: 'boolean' },
+    });
+    const { config } = loadConfig({
+      file: values.config ?? null,
+      env: io.env,
+      cwd: io.cwd,
+      onWarning: (w) => io.stderr.write(`spoolship status: warning: ${w}\n`),
+    });
+    const frame = async (): Promise<string> => {
+      const report = await collectStatus(config);
+      return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true });
+    };
+    if (!values.watch) {
+      io.stdout.write(await frame());
+      return EXIT_OK;
+    }
+    await watch(frame, io);
+    return EXIT_OK;
   },
 };
+
+/** Redraw until SIGINT; a failed read is shown in the frame and retried, not fatal. */
+async function watch(frame: () => Promise<string>, io: CliIo): Promise<void> {
+  const ac = new AbortController();
+  const onInterrupt = () => ac.abort();
+  process.on('SIGINT', onInterrupt);
+  const tty = io.stdout.isTTY === true;
+  try {
+    while (!ac.signal.aborted) {
+      let text: string;
+      try {
+        text = await frame();
+      } catch (err) {
+        if (!(err instanceof SpoolshipError)) throw err;
+        text = `spoolship status: ${err.message}\n`;
+      }
+      if (ac.signal.aborted) break;
+      io.stdout.write(tty ? CLEAR_SCREEN + text : `${text}${text.startsWith('{') ? '' : '\n'}`);
+      await systemClock.sleep(WATCH_INTERVAL_MS, ac.signal);
+    }
+  } finally {
+    process.off('SIGINT', onInterrupt);
+  }
+}
+
 export default command;

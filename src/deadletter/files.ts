@@ -1,0 +1,140 @@
+// Reading the dead-letter store for `dead-letter list|replay` (layout in
+// store.ts): `<ds>.ndjson`, plus `<ds>.ndjson.replaying`, the file a replay
+// took away (replay.ts); one left by a crashed replay still holds records,
+// so it is listed and replayed like the live file.
+//
+// Parsing is tolerant: a write torn by a crash leaves a fragment without its
+// newline, and the next append is glued to it. The glued record is split
+// off and read; the fragment is kept as an unreadable line (never dropped:
+// we cannot prove it is a copy).
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { DeadLetterReason, DeadLetterRecord } from './store.js';
+
+export const REPLAYING_SUFFIX = '.ndjson.replaying';
+export const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['line_too_long', 'invalid_json', 'rejected', 'materialized_view_error'];
+const RECORD_START = '{"datasource":';
+
+export interface DeadLetterFile {
+  ds: string;
+  path: string;
+  /** True for a file taken away by a replay (running, or crashed). */
+  replaying: boolean;
+}
+
+/** One line of a dead-letter file: the record, or null when it cannot be read. */
+export interface Entry {
+  raw: string;
+  rec: DeadLetterRecord | null;
+}
+
+export interface Filter {
+  datasource?: string;
+  reason?: string;
+}
+
+export function liveFile(dir: string, ds: string): string {
+  return path.join(dir, `${ds}.ndjson`);
+}
+
+export function replayingFile(dir: string, ds: string): string {
+  return path.join(dir, `${ds}${REPLAYING_SUFFIX}`);
+}
+
+export async function listDeadLetterFiles(dir: string, datasource?: string): Promise<DeadLetterFile[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const out: DeadLetterFile[] = [];
+  for (const name of names.sort()) {
+    const replaying = name.endsWith(REPLAYING_SUFFIX);
+    if (!replaying && !name.endsWith('.ndjson')) continue;
+    const ds = name.slice(0, name.length - (replaying ? REPLAYING_SUFFIX.length : '.ndjson'.length));
+    if (ds === '' || (datasource !== undefined && ds !== datasource)) continue;
+    out.push({ ds, path: path.join(dir, name), replaying });
+  }
+  return out;
+}
+
+export function parseEntries(text: string): Entry[] {
+  const out: Entry[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const rec = parseRecord(line);
+    if (rec) {
+      out.push({ raw: line, rec });
+      continue;
+    }
+    const glued = line.lastIndexOf(RECORD_START);
+    const tail = glued > 0 ? parseRecord(line.slice(glued)) : null;
+    if (tail) {
+      out.push({ raw: line.slice(0, glued), rec: null });
+      out.push({ raw: line.slice(glued), rec: tail });
+    } else out.push({ raw: line, rec: null });
+  }
+  return out;
+}
+
+function parseRecord(line: string): DeadLetterRecord | null {
+  try {
+    const v = JSON.parse(line) as Partial<DeadLetterRecord> | null;
+    if (!v || typeof v !== 'object' || typeof v.datasource !== 'string' || typeof v.reason !== 'string') return null;
+    if (typeof v.line !== 'string' && typeof v.line_base64 !== 'string') return null;
+    return v as DeadLetterRecord;
+  } catch {
+    return null;
+  }
+}
+
+export async function readEntries(file: string): Promise<Entry[]> {
+  try {
+    return parseEntries(await fsp.readFile(file, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+export function matches(rec: DeadLetterRecord, f: Filter): boolean {
+  return (f.datasource === undefined || rec.datasource === f.datasource) && (f.reason === undefined || rec.reason === f.reason);
+}
+
+/** Exactly SPEC's fields, in SPEC's order (a record written by a newer version may carry more). */
+export function specRecord(r: DeadLetterRecord): DeadLetterRecord {
+  const out: DeadLetterRecord = {
+    datasource: r.datasource,
+    reason: r.reason,
+    file: r.file ?? null,
+    offset: r.offset ?? null,
+    bytes: r.bytes,
+    at: r.at,
+    status: r.status ?? null,
+  };
+  if (r.line !== undefined) out.line = r.line;
+  else out.line_base64 = r.line_base64 ?? '';
+  return out;
+}
+
+export interface Listing {
+  records: DeadLetterRecord[];
+  /** Lines that are not records (torn writes), per file. */
+  unreadable: Array<{ file: string; lines: number }>;
+}
+
+/** Every record matching the filter, live files and replay leftovers, oldest first. */
+export async function listDeadLetters(dir: string, filter: Filter): Promise<Listing> {
+  const records: DeadLetterRecord[] = [];
+  const unreadable: Listing['unreadable'] = [];
+  for (const f of await listDeadLetterFiles(dir, filter.datasource)) {
+    const entries = await readEntries(f.path);
+    const bad = entries.filter((e) => e.rec === null).length;
+    if (bad > 0) unreadable.push({ file: f.path, lines: bad });
+    for (const e of entries) if (e.rec && matches(e.rec, filter)) records.push(e.rec);
+  }
+  records.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  return { records, unreadable };
+}

@@ -1,0 +1,178 @@
+// The sending half of `dead-letter replay`: the agent's own Sender (retries,
+// Retry-After, 400 bisection, 413 splits), EventsClient, codec and local
+// limiter, built from the config, with hooks that turn the Sender's callbacks
+// into one answer per line.
+//
+// A parked budget (401/403: token_rejected, 404: workspace_not_found) stops
+// the replay at once: the agent would wait and probe every 60 s; a one-shot
+// command reports and exits instead. Lines whose batch was stopped are
+// 'unsent' (kept as they were).
+//
+// Each batch gets its own Sender (sharing the client, codec and limiter), so
+// a Data Source park of one batch never holds the others. The Sender calls a
+// 400 on both halves of a first split "request-level" and parks the Data
+// Source (SPEC section 4); in a dead-letter file that is often just two bad
+// lines in both halves. So replay stops that batch and resends its
+// unanswered lines as two smaller batches, down to single lines (which the
+// Sender answers line by line). After REQUEST_LEVEL_BUDGET such splits for
+// one batch the Data Source's requests themselves are bad (its name): the
+// replay stops with bad_request. As in the agent, lines of a stopped batch
+// that were acknowledged before the stop are not known, so they may be sent
+// again (duplicates, never losses).
+import { createCodec, type Codec } from '../codec/index.js';
+import type { Config } from '../config/types.js';
+import { TokenSource } from '../agent/token.js';
+import { EventsClient } from '../sender/http-client.js';
+import { createLocalLimiter, type RateLimiter } from '../sender/limiter.js';
+import { Sender, type RootBatch } from '../sender/sender.js';
+import { systemClock } from '../util/clock.js';
+import type { DeadLetterReason } from './store.js';
+
+export type LineResult = { kind: 'ack' } | { kind: 'rejected'; reason: DeadLetterReason; status: number } | { kind: 'unsent' };
+export type StopReason = 'token_rejected' | 'workspace_not_found' | 'bad_request' | 'interrupted';
+
+/** What replay.ts needs from a sender (tests may fake it). */
+export interface LineSender {
+  /** One answer per line, in order. */
+  send(ds: string, lines: readonly Buffer[]): Promise<LineResult[]>;
+  readonly stopReason: StopReason | null;
+  stop(reason: StopReason): void;
+  close(): Promise<void>;
+}
+
+export interface ReplaySenderEvents {
+  /** A retry streak started (once per reason until an answer is final). */
+  onRetry?(reason: string, ds: string): void;
+  onStop?(reason: StopReason, scope: string): void;
+}
+
+/** Request-level splits one batch may take before the Data Source itself counts as bad. */
+export const REQUEST_LEVEL_BUDGET = 32;
+
+export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
+  const token = await TokenSource.create(config.api.token, config.api.token_file);
+  const client = new EventsClient({
+    baseUrl: config.api.base_url,
+    token: () => token.get(),
+    wait: config.api.wait,
+    http2: config.api.http2,
+    caFile: config.api.ca_file,
+    timeoutMs: config.api.timeout_ms,
+    maxConnections: config.limits.max_connections,
+  });
+  const limiter = createLocalLimiter(config.limits.requests_per_second);
+  return new ReplaySender(config, client, limiter, events);
+}
+
+interface Attempt {
+  sender: Sender;
+  answers: LineResult[];
+  requestLevel: boolean;
+}
+
+class ReplaySender implements LineSender {
+  stopReason: StopReason | null = null;
+  private readonly codec: Codec;
+  private readonly live = new Set<Sender>();
+  private nextId = 1;
+  private readonly retrying = new Set<string>();
+
+  constructor(
+    private readonly config: Readonly<Config>,
+    private readonly client: EventsClient,
+    private readonly limiter: RateLimiter,
+    private readonly events: ReplaySenderEvents,
+  ) {
+    this.codec = createCodec(config.compression.codec, config.compression.level);
+  }
+
+  async send(ds: string, lines: readonly Buffer[]): Promise<LineResult[]> {
+    const answers: LineResult[] = lines.map(() => ({ kind: 'unsent' }));
+    let budget = REQUEST_LEVEL_BUDGET;
+    const pending: number[][] = [lines.map((_, i) => i)];
+    while (pending.length > 0 && !this.stopReason) {
+      const idx = pending.shift()!;
+      const r = await this.attempt(ds, idx.map((i) => lines[i]!));
+      idx.forEach((i, k) => (answers[i] = r.answers[k]!));
+      if (!r.requestLevel) continue;
+      const open = idx.filter((i) => answers[i]!.kind === 'unsent');
+      if (open.length === 0) continue;
+      if (--budget < 0) {
+        this.stop('bad_request', ds);
+        break;
+      }
+      const mid = Math.ceil(open.length / 2);
+      pending.unshift(open.slice(0, mid), open.slice(mid));
+    }
+    return answers;
+  }
+
+  /** One delivery of `lines` as one root batch through a Sender of its own. */
+  private async attempt(ds: string, lines: readonly Buffer[]): Promise<Attempt> {
+    const a: Attempt = { sender: null as unknown as Sender, answers: lines.map(() => ({ kind: 'unsent' })), requestLevel: false };
+    a.sender = this.createSender(a);
+    const raw = Buffer.concat(lines.flatMap((l) => [l, NEWLINE]));
+    const root: RootBatch = { id: this.nextId++, ds, body: await this.codec.compress(raw), encoding: this.codec.contentEncoding, rawLen: raw.length, lines: lines.length };
+    this.live.add(a.sender);
+    try {
+      // 'done': every part was acknowledged or rejected. 'aborted': parts
+      // may have been acknowledged before the stop, but which is unknown;
+      // they stay (a duplicate is better than a loss).
+      if ((await a.sender.deliver(root)) === 'done') {
+        for (let i = 0; i < a.answers.length; i++) if (a.answers[i]!.kind === 'unsent') a.answers[i] = { kind: 'ack' };
+      }
+      return a;
+    } finally {
+      this.live.delete(a.sender);
+    }
+  }
+
+  private createSender(a: Attempt): Sender {
+    const c = this.config;
+    return new Sender({
+      client: this.client,
+      codec: this.codec,
+      limiter: this.limiter,
+      clock: systemClock,
+      random: Math.random,
+      backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
+      http2: c.api.http2,
+      maxInFlight: c.limits.max_in_flight,
+      maxBytes: c.batch.max_bytes,
+      hooks: {
+        onRequest: () => undefined,
+        onRetry: (reason, ds) => {
+          if (reason === '400' || reason === '413' || this.retrying.has(reason)) return;
+          this.retrying.add(reason);
+          this.events.onRetry?.(reason, ds);
+        },
+        onAck: () => this.retrying.clear(),
+        onParkChange: (scope, reason) => {
+          if (reason === 'token_rejected' || reason === 'workspace_not_found') this.stop(reason, 'budget');
+          else if (reason === 'bad_request') {
+            a.requestLevel = true;
+            a.sender.stop();
+          }
+        },
+        deadLetterLines: async (_root, part, _raw, reason, status) => {
+          for (let i = 0; i < part.lines; i++) a.answers[part.lineStart + i] = { kind: 'rejected', reason, status };
+        },
+      },
+    });
+  }
+
+  stop(reason: StopReason, scope = 'replay'): void {
+    if (this.stopReason) return;
+    this.stopReason = reason;
+    this.events.onStop?.(reason, scope);
+    for (const s of this.live) s.stop();
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.live) s.stop();
+    await this.client.close();
+    await this.limiter.close();
+  }
+}
+
+const NEWLINE = Buffer.from('\n');

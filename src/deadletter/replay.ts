@@ -1,0 +1,207 @@
+// `dead-letter replay`: resend the selected records; remove those that are
+// acknowledged; keep a line rejected again with the new answer (reason,
+// status, at); keep everything else byte for byte.
+//
+// The agent appends to `<ds>.ndjson` by opening it by name for every write
+// (store.ts), so a replay never edits that file in place. Per Data Source:
+//
+//   1. rename `<ds>.ndjson` -> `<ds>.ndjson.replaying`, fsync the directory.
+//      From here the agent's new dead letters go to a fresh `<ds>.ndjson`.
+//   2. read the taken file, send the selected lines (in batches of up to
+//      batch.max_bytes, max_in_flight at once, the Sender's own retries and
+//      400 bisection).
+//   3. append every record that stays (not selected, rejected again, not
+//      sent, unreadable) to `<ds>.ndjson` and fsync it and the directory.
+//   4. unlink `<ds>.ndjson.replaying`, fsync the directory.
+//
+// Crash safety: before 3 completes every record is in the taken file; after
+// 3 every record that stays is in `<ds>.ndjson`. The taken file goes only
+// after that (4). So a record is never lost. A crash between 1 and 4 leaves
+// the taken file behind: `list` shows it and the next replay processes it
+// first (then takes the live file). The costs are duplicates, never gaps:
+// lines acknowledged before the crash are sent again by the next replay, and
+// a crash between 3 and 4 leaves the kept records in both files. A torn
+// append (crash inside 3) is read back tolerantly (files.ts).
+//
+// One replay per state_dir at a time: `dead-letter/spoolship.lock` (the
+// state lock module; a dead holder's lock is taken over).
+import { promises as fsp } from 'node:fs';
+import { FatalIoError, StateLockedError, UsageError } from '../errors.js';
+import { acquireLock } from '../state/lock.js';
+import { fsyncDir } from '../util/fsx.js';
+import { listDeadLetterFiles, liveFile, matches, parseEntries, readEntries, replayingFile, specRecord, type Entry, type Filter } from './files.js';
+import type { LineResult, LineSender, StopReason } from './replay-sender.js';
+import { recordLineBytes, type DeadLetterRecord } from './store.js';
+
+export interface ReplayOptions {
+  dir: string;
+  filter: Filter;
+  /** batch.max_bytes: uncompressed request body. */
+  maxBatchBytes: number;
+  /** limits.max_in_flight: batches sent at once. */
+  concurrency: number;
+  sender: LineSender;
+  now: () => Date;
+}
+
+export interface ReplaySummary {
+  /** Records matching the selection that the replay reached (all of them unless it stopped). */
+  selected: number;
+  acknowledged: number;
+  /** Rejected again: kept with the new answer. */
+  rejected: number;
+  /** Not sent because the replay stopped: kept as they were. */
+  not_sent: number;
+  /** Stored truncated (line_too_long keeps only the first max_line_bytes): never resent. */
+  skipped_truncated: number;
+  /** Records matching the selection in the store after the replay. */
+  remaining: number;
+  stopped: StopReason | null;
+}
+
+export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary> {
+  const sum: ReplaySummary = { selected: 0, acknowledged: 0, rejected: 0, not_sent: 0, skipped_truncated: 0, remaining: 0, stopped: null };
+  if ((await listDeadLetterFiles(o.dir, o.filter.datasource)).length === 0) return sum;
+  const lock = await acquireReplayLock(o.dir);
+  try {
+    const names = [...new Set((await listDeadLetterFiles(o.dir, o.filter.datasource)).map((f) => f.ds))];
+    for (const ds of names) {
+      // Stopped (token rejected, Ctrl-C): leave the other Data Sources alone.
+      if (o.sender.stopReason) break;
+      // A leftover of a crashed replay first: it may hold the oldest records.
+      await processTaken(ds, o, sum);
+      if (await takeLiveFile(o.dir, ds, o.filter)) await processTaken(ds, o, sum);
+    }
+    sum.stopped = o.sender.stopReason;
+    for (const ds of names) {
+      for (const file of [replayingFile(o.dir, ds), liveFile(o.dir, ds)]) {
+        for (const e of await readEntries(file)) if (e.rec && matches(e.rec, o.filter)) sum.remaining++;
+      }
+    }
+    return sum;
+  } finally {
+    await lock.release();
+  }
+}
+
+async function acquireReplayLock(dir: string): Promise<{ release(): Promise<void> }> {
+  try {
+    return await acquireLock(dir);
+  } catch (err) {
+    if (err instanceof StateLockedError) {
+      throw new UsageError(`another dead-letter replay (pid ${err.holderPid ?? 'unknown'}) is running on ${dir}; wait for it to finish`);
+    }
+    throw err;
+  }
+}
+
+/** Step 1: take the live file away, unless it has nothing to replay. */
+async function takeLiveFile(dir: string, ds: string, filter: Filter): Promise<boolean> {
+  const entries = await readEntries(liveFile(dir, ds));
+  if (!entries.some((e) => e.rec && matches(e.rec, filter))) return false;
+  await fsp.rename(liveFile(dir, ds), replayingFile(dir, ds));
+  await fsyncDir(dir);
+  return true;
+}
+
+/** Steps 2-4 for `<ds>.ndjson.replaying`, if it exists. */
+async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary): Promise<void> {
+  const taken = replayingFile(o.dir, ds);
+  let entries: Entry[];
+  try {
+    entries = parseEntries(await fsp.readFile(taken, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const selected: number[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const rec = entries[i]!.rec;
+    if (!rec || !matches(rec, o.filter)) continue;
+    sum.selected++;
+    const line = recordLineBytes(rec);
+    if (line.length !== rec.bytes || line.length === 0) sum.skipped_truncated++;
+    else selected.push(i);
+  }
+  const keep = survivors(entries, await sendAll(ds, entries, selected, o), sum, o.now);
+  try {
+    await appendDurably(o.dir, liveFile(o.dir, ds), keep);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(o.dir, ds)} (${code}); they are safe in ${taken}: fix the cause (disk space?) and run replay again`, err);
+  }
+  await fsp.rm(taken);
+  await fsyncDir(o.dir);
+}
+
+/** The lines that stay, in file order: unselected and unsent ones as they were, rejected ones with the new answer. */
+function survivors(entries: Entry[], answers: Map<number, LineResult>, sum: ReplaySummary, now: () => Date): string[] {
+  const keep: string[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const a = answers.get(i);
+    const e = entries[i]!;
+    if (!a) keep.push(e.raw);
+    else if (a.kind === 'ack') sum.acknowledged++;
+    else if (a.kind === 'rejected') {
+      sum.rejected++;
+      keep.push(JSON.stringify(specRecord({ ...e.rec!, reason: a.reason, status: a.status, at: now().toISOString() } satisfies DeadLetterRecord)));
+    } else {
+      sum.not_sent++;
+      keep.push(e.raw);
+    }
+  }
+  return keep;
+}
+
+/** Batches of whole lines up to maxBatchBytes (a larger line alone), sent `concurrency` at a time. */
+async function sendAll(ds: string, entries: Entry[], selected: number[], o: ReplayOptions): Promise<Map<number, LineResult>> {
+  const batches: number[][] = [];
+  let cur: number[] = [];
+  let curBytes = 0;
+  for (const i of selected) {
+    const size = entries[i]!.rec!.bytes + 1;
+    if (cur.length > 0 && curBytes + size > o.maxBatchBytes) {
+      batches.push(cur);
+      cur = [];
+      curBytes = 0;
+    }
+    cur.push(i);
+    curBytes += size;
+  }
+  if (cur.length > 0) batches.push(cur);
+  const answers = new Map<number, LineResult>();
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) {
+      const batch = batches[next++]!;
+      const results = await o.sender.send(
+        ds,
+        batch.map((i) => recordLineBytes(entries[i]!.rec!)),
+      );
+      batch.forEach((i, k) => answers.set(i, results[k]!));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(o.concurrency, batches.length)) }, worker));
+  return answers;
+}
+
+/** Step 3: append whole lines, after a newline if a torn write left the file without one. */
+async function appendDurably(dir: string, file: string, lines: string[]): Promise<void> {
+  if (lines.length === 0) return;
+  const fh = await fsp.open(file, 'a+');
+  try {
+    const { size } = await fh.stat();
+    let lead = '';
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      await fh.read(last, 0, 1, size - 1);
+      if (last[0] !== 10) lead = '\n';
+    }
+    await fh.writeFile(`${lead}${lines.join('\n')}\n`);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  // The file may have just been created: make its name durable too.
+  await fsyncDir(dir);
+}

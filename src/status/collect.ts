@@ -1,0 +1,98 @@
+// Where `spoolship status` gets its report: the running agent's /status at
+// admin.listen when it answers for this state_dir, else the state_dir itself
+// (read-only, state-reader.ts) plus the lock file's holder. The report says
+// which source was used and why the agent was not asked.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { parseListen } from '../admin/server.js';
+import type { Config } from '../config/types.js';
+import { FatalIoError, SpoolshipError } from '../errors.js';
+import { readLockHolder } from '../state/lock.js';
+import { isStatusReport, STATUS_VERSION, totals, type DataSourceStatus, type FileStatus, type StatusReport } from './report.js';
+import { readQueueView } from './queue-reader.js';
+import { readStateView } from './state-reader.js';
+
+/** The admin server answers from memory: anything slower is not a healthy agent. */
+export const ADMIN_TIMEOUT_MS = 2000;
+
+export type AdminAnswer = { kind: 'report'; report: StatusReport } | { kind: 'unavailable'; why: string };
+
+/** http://host:port for admin.listen; wildcard addresses are asked on loopback. */
+export function adminUrlFor(listen: string): string | null {
+  if (listen === '') return null;
+  const { host, port } = parseListen(listen);
+  if (!Number.isInteger(port) || port <= 0) return null;
+  const h = host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+export async function askAgent(config: Readonly<Config>, timeoutMs = ADMIN_TIMEOUT_MS): Promise<AdminAnswer> {
+  if (config.admin.listen === '') return { kind: 'unavailable', why: 'admin.listen is disabled' };
+  const base = adminUrlFor(config.admin.listen);
+  if (!base) return { kind: 'unavailable', why: `admin.listen ${config.admin.listen} names no fixed port` };
+  let body: unknown;
+  try {
+    const res = await fetch(`${base}/status`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (res.status !== 200) return { kind: 'unavailable', why: `${base}/status answered HTTP ${res.status}` };
+    body = await res.json();
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    const what = cause?.code ?? (err as Error).name;
+    return { kind: 'unavailable', why: `no answer from ${base}/status (${what})` };
+  }
+  if (!isStatusReport(body)) return { kind: 'unavailable', why: `${base}/status is not a spoolship status (version ${STATUS_VERSION}) answer` };
+  if (path.resolve(body.state_dir) !== path.resolve(config.state_dir)) {
+    return { kind: 'unavailable', why: `the agent at ${base} serves state_dir ${body.state_dir}, not this config's` };
+  }
+  return { kind: 'report', report: body };
+}
+
+export async function collectStatus(config: Readonly<Config>, now: () => Date = () => new Date()): Promise<StatusReport> {
+  const answer = await askAgent(config);
+  if (answer.kind === 'report') return answer.report;
+  try {
+    return await reportFromStateDir(config, answer.why, now());
+  } catch (err) {
+    if (err instanceof SpoolshipError) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new FatalIoError(`cannot read state_dir ${config.state_dir} (${code}); check its permissions, or run status as the agent's user`, err);
+  }
+}
+
+export async function reportFromStateDir(config: Readonly<Config>, adminError: string | null, at: Date): Promise<StatusReport> {
+  const stateDir = config.state_dir;
+  const [view, queue, pid] = await Promise.all([readStateView(stateDir), readQueueView(path.join(stateDir, 'queue')), readLockHolder(stateDir)]);
+  const byDs = new Map<string, FileStatus[]>();
+  for (const f of view.files) {
+    const size = await sizeIfSameFile(f.meta.path, f.meta.dev, f.meta.ino);
+    const behind = size === null ? Math.max(0, f.read - f.committed) : Math.max(0, size - f.committed);
+    let list = byDs.get(f.meta.ds);
+    if (!list) byDs.set(f.meta.ds, (list = []));
+    list.push({ path: f.meta.path, size, read: f.read, committed: f.committed, behind });
+  }
+  const datasources: DataSourceStatus[] = [...byDs.keys()].sort().map((ds) => {
+    const files = byDs.get(ds)!.sort((a, b) => a.path.localeCompare(b.path));
+    return { datasource: ds, lines_read: null, lines_acked: null, ...totals(files), last_error: null, parked: null, files };
+  });
+  return {
+    version: STATUS_VERSION,
+    source: 'state_dir',
+    generated_at: at.toISOString(),
+    state_dir: stateDir,
+    agent: { running: pid !== null, pid, admin_url: adminUrlFor(config.admin.listen), admin_error: adminError, api: null, ready: null, reasons: [] },
+    queue,
+    batches_active: view.pendingBatches,
+    in_flight: null,
+    datasources,
+  };
+}
+
+/** Size of the file at `p` if it is still the tracked file (same device and inode). */
+async function sizeIfSameFile(p: string, dev: number, ino: number): Promise<number | null> {
+  try {
+    const st = await fsp.stat(p);
+    return st.dev === dev && st.ino === ino ? st.size : null;
+  } catch {
+    return null;
+  }
+}

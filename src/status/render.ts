@@ -1,0 +1,71 @@
+// The human form of a StatusReport: a header naming the source, one table
+// per Data Source totals, one per file. Sizes in decimal units (as the
+// config's KB/MB), exact numbers stay in --json.
+import { renderTable, type Cell } from '../clusters/table.js';
+import type { StatusReport } from './report.js';
+
+export function humanBytes(n: number | null): string {
+  if (n === null) return '-';
+  if (n < 1000) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = -1;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
+}
+
+function count(n: number | null): string {
+  return n === null ? '-' : String(n);
+}
+
+export function describeSource(r: StatusReport): string {
+  const a = r.agent;
+  if (r.source === 'agent') {
+    const ready = a.ready ? 'ready' : `NOT ready (${a.reasons.join(', ')})`;
+    return `source: running agent (pid ${a.pid}) at ${a.admin_url}/status; ${ready}; api ${a.api}`;
+  }
+  const running = a.running ? `agent running (pid ${a.pid}), but ${a.admin_error}` : `agent not running (${a.admin_error ?? 'no admin endpoint'})`;
+  return `source: state_dir ${r.state_dir}, read from disk; ${running}`;
+}
+
+export function renderStatus(r: StatusReport, opts: { color: boolean }): string {
+  const out: string[] = [];
+  out.push(`spoolship status at ${r.generated_at}`);
+  out.push(describeSource(r));
+  const active = r.source === 'agent' ? `batches in progress: ${r.batches_active}` : `batches to resend at the next start: ${r.batches_active}`;
+  const inFlight = r.in_flight === null ? '' : `; requests in flight: ${r.in_flight}`;
+  out.push(`retry queue: ${r.queue.batches} batches, ${humanBytes(r.queue.bytes)}; ${active}${inFlight}`);
+  out.push('');
+  if (r.datasources.length === 0) {
+    out.push('no Data Sources yet: no spool file has been tracked');
+    return `${out.join('\n')}\n`;
+  }
+  const dsRows = r.datasources.map((d): Array<string | Cell> => [
+    d.datasource,
+    count(d.lines_read),
+    count(d.lines_acked),
+    humanBytes(d.bytes_read),
+    humanBytes(d.bytes_committed),
+    { text: humanBytes(d.bytes_behind), color: d.bytes_behind > 0 ? 'yellow' : undefined },
+    { text: d.last_error ?? '-', color: d.last_error ? 'yellow' : undefined },
+    { text: d.parked ?? '-', color: d.parked ? 'red' : undefined },
+  ]);
+  out.push(renderTable(['DATASOURCE', 'LINES READ', 'LINES ACKED', 'READ', 'COMMITTED', 'BEHIND', 'LAST ERROR', 'PARKED'], dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5]) }));
+  const fileRows = r.datasources.flatMap((d) =>
+    d.files.map((f): Array<string | Cell> => [
+      d.datasource,
+      f.path,
+      f.size === null ? { text: 'gone', color: 'dim' } : humanBytes(f.size),
+      humanBytes(f.read),
+      humanBytes(f.committed),
+      { text: humanBytes(f.behind), color: f.behind > 0 ? 'yellow' : undefined },
+    ]),
+  );
+  if (fileRows.length > 0) {
+    out.push(renderTable(['DATASOURCE', 'FILE', 'SIZE', 'READ', 'COMMITTED', 'BEHIND'], fileRows, { color: opts.color, right: new Set([2, 3, 4, 5]) }));
+  }
+  return out.join('\n');
+}

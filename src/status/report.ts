@@ -1,0 +1,93 @@
+// The shape of `spoolship status --json`, which is also the body of the
+// agent's `/status` (SPEC section 7). Both sources fill the same shape; what
+// a source cannot know is null, never a guess:
+//
+// | field                         | from the agent (`source: "agent"`)           | from the state dir (`source: "state_dir"`)       |
+// |-------------------------------|----------------------------------------------|--------------------------------------------------|
+// | datasources[].lines_read      | spoolship_lines_read_total since start       | null (counters live in the process)              |
+// | datasources[].lines_acked     | spoolship_lines_acked_total since start      | null                                             |
+// | files[].size                  | size at the tailer's last look               | stat() now; null when the path is gone/replaced  |
+// | files[].read                  | the tailer's read offset                     | end of the recorded batches (where a start resumes) |
+// | files[].committed             | committed offset (acked or dead-lettered)    | same, from checkpoint + journal                  |
+// | queue.batches, queue.bytes    | the disk retry queue (<state_dir>/queue)     | same, read from its segments and acks.log        |
+// | batches_active                | batches between close and done (in memory)   | batches recorded in the journal and not done: re-formed and resent at the next start |
+// | last_error, parked, in_flight | live                                         | null                                             |
+//
+// `committed` counts bytes acknowledged, dead-lettered or durably queued
+// (DESIGN invariant 1), so a parked agent's backlog shows as queue, not behind.
+//
+// `version` changes only when a field changes meaning or goes away.
+
+export const STATUS_VERSION = 1;
+
+export type StatusSource = 'agent' | 'state_dir';
+
+export interface FileStatus {
+  path: string;
+  /** Bytes on disk; null when the file is no longer at `path` (state-dir source). */
+  size: number | null;
+  read: number;
+  committed: number;
+  /** Bytes on disk not yet committed (or read-but-uncommitted when the size is unknown). */
+  behind: number;
+}
+
+export interface DataSourceStatus {
+  datasource: string;
+  lines_read: number | null;
+  lines_acked: number | null;
+  bytes_read: number;
+  bytes_committed: number;
+  bytes_behind: number;
+  /** Last failed answer for this Data Source, e.g. "HTTP 503" or "HTTP error" (network). */
+  last_error: string | null;
+  /** bad_request (this Data Source), or the budget's token_rejected / workspace_not_found. */
+  parked: string | null;
+  files: FileStatus[];
+}
+
+export interface AgentInfo {
+  running: boolean;
+  /** The process holding the state_dir lock (the agent's own pid from /status). */
+  pid: number | null;
+  admin_url: string | null;
+  /** Why the admin endpoint was not used (state-dir source only), e.g. "admin.listen is disabled". */
+  admin_error: string | null;
+  api: string | null;
+  ready: boolean | null;
+  reasons: string[];
+}
+
+export interface StatusReport {
+  version: number;
+  source: StatusSource;
+  generated_at: string;
+  state_dir: string;
+  agent: AgentInfo;
+  /** The disk retry queue: batches and record bytes on disk (compressed bodies). */
+  queue: { batches: number; bytes: number };
+  batches_active: number;
+  /** Requests awaiting an answer. */
+  in_flight: number | null;
+  datasources: DataSourceStatus[];
+}
+
+/** A /status body is used only when it has this shape (an older agent, or another service, is not). */
+export function isStatusReport(v: unknown): v is StatusReport {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as Partial<StatusReport>;
+  return r.version === STATUS_VERSION && typeof r.state_dir === 'string' && typeof r.agent === 'object' && Array.isArray(r.datasources);
+}
+
+/** Per-Data-Source totals of its files (both sources use this). */
+export function totals(files: readonly FileStatus[]): Pick<DataSourceStatus, 'bytes_read' | 'bytes_committed' | 'bytes_behind'> {
+  let read = 0;
+  let committed = 0;
+  let behind = 0;
+  for (const f of files) {
+    read += f.read;
+    committed += f.committed;
+    behind += f.behind;
+  }
+  return { bytes_read: read, bytes_committed: committed, bytes_behind: behind };
+}

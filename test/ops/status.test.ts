@@ -1,0 +1,282 @@
+// `spoolship status` as a child process: from a running agent's /status, and
+// from the state_dir when the agent is down or has no admin endpoint.
+import { spawn } from 'node:child_process';
+import { appendFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { StatusReport } from '../../src/status/report.js';
+import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { CLI, listenOf, runCli, startCli, writeConfig } from './helpers.js';
+
+async function statusJson(cfg: string, cwd: string): Promise<StatusReport> {
+  const r = await runCli(['status', '--json', '-c', cfg], cwd);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as StatusReport;
+}
+
+async function fetchStatus(adminUrl: string): Promise<StatusReport> {
+  return (await (await fetch(`${adminUrl}/status`)).json()) as StatusReport;
+}
+
+/** Name, size and mtime of every file under the state dir. */
+function snapshot(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((n) => {
+      const st = statSync(path.join(dir, n));
+      return `${n}:${st.size}:${st.mtimeMs}`;
+    })
+    .sort();
+}
+
+describe('status from the running agent', () => {
+  it('prints the same JSON as /status: lines read/acked per Data Source, bytes per file; and a table', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const appFile = path.join(dir, 'spool', 'app', 'a.ndjson');
+    const webFile = path.join(dir, 'spool', 'web', 'w.ndjson');
+    await writeLines(appFile, Array.from({ length: 50 }, (_, i) => JSON.stringify({ app: i })));
+    await writeLines(webFile, Array.from({ length: 10 }, (_, i) => JSON.stringify({ web: i })));
+    const { agent } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
+    const adminUrl = agent.adminUrl!;
+    await waitFor(async () => {
+      const s = await fetchStatus(adminUrl);
+      return s.datasources.length === 2 && s.datasources.every((d) => d.lines_acked === d.lines_read && d.bytes_behind === 0 && d.bytes_committed > 0);
+    }, 'everything acknowledged');
+    expect(rows(emu, dir, 'app')).toHaveLength(50);
+    const cfg = await writeConfig(dir, emu, { admin: { listen: listenOf(adminUrl) } });
+
+    const report = await statusJson(cfg, dir);
+    const direct = await fetchStatus(adminUrl);
+    expect({ ...report, generated_at: '' }).toEqual({ ...direct, generated_at: '' });
+    expect(report).toMatchObject({
+      version: 1,
+      source: 'agent',
+      state_dir: path.join(dir, 'state'),
+      agent: { running: true, pid: process.pid, admin_url: adminUrl, admin_error: null, ready: true, reasons: [] },
+      queue: { batches: 0, bytes: 0 },
+      batches_active: 0,
+      in_flight: 0,
+    });
+    const appSize = statSync(appFile).size;
+    const webSize = statSync(webFile).size;
+    expect(report.datasources).toEqual([
+      {
+        datasource: 'app',
+        lines_read: 50,
+        lines_acked: 50,
+        bytes_read: appSize,
+        bytes_committed: appSize,
+        bytes_behind: 0,
+        last_error: null,
+        parked: null,
+        files: [{ path: appFile, size: appSize, read: appSize, committed: appSize, behind: 0 }],
+      },
+      {
+        datasource: 'web',
+        lines_read: 10,
+        lines_acked: 10,
+        bytes_read: webSize,
+        bytes_committed: webSize,
+        bytes_behind: 0,
+        last_error: null,
+        parked: null,
+        files: [{ path: webFile, size: webSize, read: webSize, committed: webSize, behind: 0 }],
+      },
+    ]);
+
+    const table = await runCli(['status', '-c', cfg], dir);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain(`source: running agent (pid ${process.pid}) at ${adminUrl}/status; ready`);
+    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+READ\s+COMMITTED\s+BEHIND\s+LAST ERROR\s+PARKED/);
+    expect(table.stdout).toMatch(/\napp\s+50\s+50\s/);
+    expect(table.stdout).toContain(appFile);
+  });
+
+  it('shows the parked reason and the last error when the token is rejected', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    await writeLines(path.join(dir, 'spool', 'app', 'a.ndjson'), ['{"a":1}']);
+    const { agent } = await startAgent(configFor(dir, emu, { api: { token: 'revoked' }, admin: { listen: '127.0.0.1:0' } }));
+    const s = await waitFor(async () => {
+      const r = await fetchStatus(agent.adminUrl!);
+      return r.datasources[0]?.parked ? r : null;
+    }, 'parked');
+    expect(s!.agent).toMatchObject({ ready: false, reasons: ['token_rejected'] });
+    expect(s!.datasources[0]).toMatchObject({ datasource: 'app', parked: 'token_rejected', last_error: 'HTTP 403', lines_read: 1, lines_acked: 0 });
+    // The batch waits in memory or in the disk retry queue: committed only once it is queued durably.
+    const queued = await waitFor(async () => {
+      const r = await fetchStatus(agent.adminUrl!);
+      return r.queue.batches === 1 ? r : null;
+    }, 'the parked batch in the disk queue');
+    expect(queued!.datasources[0]).toMatchObject({ bytes_committed: 8, bytes_behind: 0 });
+  });
+});
+
+describe('status from the state dir', () => {
+  it('when the agent is down: committed from checkpoint + journal, behind from the file size; reads only', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'app', 'a.ndjson');
+    await writeLines(file, Array.from({ length: 20 }, (_, i) => JSON.stringify({ i })));
+    const { stop } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
+    await waitFor(() => rows(emu, dir, 'app').length === 20, 'rows');
+    await stop();
+    const committed = statSync(file).size;
+    await writeLines(file, ['{"late":1}', '{"late":2}']);
+    const state = path.join(dir, 'state');
+    // A half-written record at the end of the newest journal (a crash mid-write): ignored, not cut.
+    const journal = readdirSync(state).filter((n) => n.startsWith('journal-')).sort().pop()!;
+    appendFileSync(path.join(state, journal), Buffer.from([0x20, 0, 0, 0, 1, 2]));
+    const before = snapshot(state);
+    const cfg = await writeConfig(dir, emu, { admin: { listen: '127.0.0.1:1' } });
+
+    const report = await statusJson(cfg, dir);
+    expect(report).toMatchObject({
+      version: 1,
+      source: 'state_dir',
+      state_dir: state,
+      agent: { running: false, pid: null, api: null, ready: null },
+      queue: { batches: 0, bytes: 0 },
+      batches_active: 0,
+      in_flight: null,
+    });
+    expect(report.agent.admin_error).toMatch(/no answer from http:\/\/127\.0\.0\.1:1\/status/);
+    const size = statSync(file).size;
+    expect(report.datasources).toEqual([
+      {
+        datasource: 'app',
+        lines_read: null,
+        lines_acked: null,
+        bytes_read: committed,
+        bytes_committed: committed,
+        bytes_behind: size - committed,
+        last_error: null,
+        parked: null,
+        files: [{ path: file, size, read: committed, committed, behind: size - committed }],
+      },
+    ]);
+    const table = await runCli(['status', '-c', cfg], dir);
+    expect(table.stdout).toContain(`source: state_dir ${state}, read from disk; agent not running`);
+    expect(table.stdout).toMatch(/\napp\s+-\s+-\s/);
+    expect(snapshot(state)).toEqual(before);
+  });
+
+  it('while the agent runs without an admin endpoint: names the lock holder and follows the journal', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'app', 'a.ndjson');
+    await writeLines(file, Array.from({ length: 30 }, (_, i) => JSON.stringify({ i })));
+    await startAgent(configFor(dir, emu));
+    const cfg = await writeConfig(dir, emu);
+    const size = statSync(file).size;
+    // Acks reach the journal within 100 ms (group commit); poll the CLI until it shows them.
+    const report = await waitFor(async () => {
+      const r = await statusJson(cfg, dir);
+      return r.datasources[0]?.bytes_committed === size ? r : null;
+    }, 'committed in the journal');
+    expect(report!.source).toBe('state_dir');
+    expect(report!.agent).toMatchObject({ running: true, pid: process.pid, admin_error: 'admin.listen is disabled' });
+    expect(report!.datasources[0]).toMatchObject({ bytes_behind: 0, files: [{ path: file, size, committed: size }] });
+    const table = await runCli(['status', '-c', cfg], dir);
+    expect(table.stdout).toContain(`agent running (pid ${process.pid}), but admin.listen is disabled`);
+  });
+
+  it('after kill -9 with a request unanswered: the journal intent shows as a batch to resend, read but not committed', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'hang', every: 1 }] });
+    const file = path.join(dir, 'spool', 'app', 'a.ndjson');
+    await writeLines(file, Array.from({ length: 10 }, (_, i) => JSON.stringify({ i })));
+    const cfg = await writeConfig(dir, emu);
+    const run = startCli(['run', '-c', cfg], dir);
+    // The intent is fsync'd before the request is sent: the state dir shows it while the agent runs.
+    const during = await waitFor(async () => {
+      const r = await statusJson(cfg, dir);
+      return r.batches_active === 1 ? r : null;
+    }, 'the intent in the journal');
+    expect(during!.agent).toMatchObject({ running: true, pid: run.child.pid });
+    run.child.kill('SIGKILL');
+    await run.done;
+    const size = statSync(file).size;
+    const report = await statusJson(cfg, dir);
+    expect(report.agent).toMatchObject({ running: false, pid: null });
+    expect(report.batches_active).toBe(1);
+    expect(report.queue).toEqual({ batches: 0, bytes: 0 });
+    expect(report.datasources[0]).toMatchObject({ bytes_read: size, bytes_committed: 0, bytes_behind: size });
+  });
+
+  it('batches in the disk retry queue are counted from its files; their bytes are committed', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503, every: 1 }] });
+    const file = path.join(dir, 'spool', 'app', 'a.ndjson');
+    await writeLines(file, Array.from({ length: 10 }, (_, i) => JSON.stringify({ i })));
+    const { agent, stop } = await startAgent(configFor(dir, emu, { shutdown_timeout_ms: 200, admin: { listen: '127.0.0.1:0' } }));
+    const live = await waitFor(async () => {
+      const r = await fetchStatus(agent.adminUrl!);
+      return r.queue.batches === 1 ? r : null;
+    }, 'the batch in the disk queue');
+    await stop();
+    const size = statSync(file).size;
+    const report = await statusJson(await writeConfig(dir, emu), dir);
+    expect(report.queue).toEqual(live!.queue);
+    expect(report.queue.bytes).toBeGreaterThan(0);
+    expect(report.batches_active).toBe(0);
+    expect(report.datasources[0]).toMatchObject({ bytes_committed: size, bytes_behind: 0 });
+  });
+
+  it('exit 1 naming the state dir when no checkpoint is readable; an agent serving another state dir is not used', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const { agent } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
+    const other = path.join(dir, 'other-state');
+    await writeLines(path.join(other, 'checkpoint.json'), ['{not json']);
+    const cfg = await writeConfig(dir, emu, { state_dir: other, admin: { listen: listenOf(agent.adminUrl!) } });
+    const r = await runCli(['status', '--json', '-c', cfg], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`no readable checkpoint in ${other}`);
+    await writeLines(path.join(other, 'checkpoint.json.prev'), ['{"version":1,"journal_seq":0,"prev_journal_seq":0,"next_id":1,"files":[],"intents":[]}']);
+    const report = await statusJson(cfg, dir);
+    expect(report.source).toBe('state_dir');
+    expect(report.agent.admin_error).toBe(`the agent at ${agent.adminUrl} serves state_dir ${path.join(dir, 'state')}, not this config's`);
+  });
+
+  it('--watch repeats the report on a pipe and stops on SIGINT with exit 0', async () => {
+    const dir = await tempDir();
+    const cfg = await writeConfig(dir, null);
+    const cli = startCli(['status', '--watch', '--json', '-c', cfg], dir);
+    await waitFor(() => cli.stdout().split('\n').filter(Boolean).length >= 2, 'two reports');
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    const reports = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as StatusReport);
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    for (const s of reports) expect(s).toMatchObject({ version: 1, source: 'state_dir', datasources: [] });
+
+    const plain = startCli(['status', '--watch', '-c', cfg], dir);
+    await waitFor(() => plain.stdout().split('spoolship status at').length >= 3, 'two plain reports');
+    plain.child.kill('SIGINT');
+    const p = await plain.done;
+    expect(p.code).toBe(0);
+    expect(p.stdout).not.toContain('\x1b[2J'); // no screen clearing on a pipe
+    expect(p.stdout).toContain('no Data Sources yet');
+  });
+
+  it('--watch on a terminal clears and redraws in place; Ctrl-C stops it with exit 0', async () => {
+    const dir = await tempDir();
+    const cfg = await writeConfig(dir, null);
+    // util-linux `script` gives the CLI a pseudo-terminal; \x03 on it is a real Ctrl-C.
+    const child = spawn('script', ['-qec', `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} status --watch -c ${JSON.stringify(cfg)}`, '/dev/null'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', TERM: 'xterm' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await waitFor(() => out.split('\x1b[H\x1b[2J').length >= 3, 'two redraws');
+    child.stdin.write('\x03');
+    expect(await done).toBe(0);
+    expect(out).toContain('source: state_dir');
+  });
+});
+
