@@ -13,7 +13,7 @@ export interface Readiness {
 export interface AdminSources {
   registry: Registry;
   readiness(): Readiness;
-  status(): unknown;
+  status(): unknown | Promise<unknown>;
 }
 
 export function parseListen(listen: string): { host: string; port: number } {
@@ -63,7 +63,7 @@ export class AdminServer {
         return json(r.ready ? 200 : 503, r);
       }
       case '/status':
-        return json(200, this.src.status());
+        return json(200, await this.src.status());
       default:
         return json(404, { error: `no such endpoint ${url.pathname}; try /metrics, /healthz, /readyz or /status` });
     }

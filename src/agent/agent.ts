@@ -245,6 +245,7 @@ export class Agent {
         },
         onAck: (ds, lines) => {
           metrics.linesAcked.inc({ datasource: ds }, lines);
+          this.lastError.delete(ds);
           this.streak.success();
         },
         onParkChange: (scope, reason, previous) => {

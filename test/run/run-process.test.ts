@@ -44,11 +44,11 @@ function startRun(dir: string, env: Record<string, string> = {}): Agent {
   return { child, logs, exited };
 }
 
-async function until<T>(fn: () => T, what: string, ms = 30_000): Promise<T> {
+async function until<T>(fn: () => T, what: string, ms = 30_000): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
   for (;;) {
     const v = fn();
-    if (v) return v;
+    if (v) return v as NonNullable<T>;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
