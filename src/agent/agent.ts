@@ -300,13 +300,26 @@ export class Agent {
     }
   }
 
+  private queueState: 'empty' | 'holding' | 'full' = 'empty';
+
+  /** Queue gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
   private updateQueueMetrics(): void {
-    this.metrics.queueBytes.set(this.queue.bytes);
-    this.metrics.queueBatches.set(this.queue.batches);
+    const q = this.queue;
+    this.metrics.queueBytes.set(q.bytes);
+    this.metrics.queueBatches.set(q.batches);
+    const state = q.batches === 0 ? 'empty' : q.hasRoom(this.config.batch.max_bytes) ? 'holding' : 'full';
+    if (state === this.queueState) return;
+    const log = this.deps.log;
+    const at = { batches: q.batches, bytes: q.bytes, max_bytes: this.config.queue.max_bytes };
+    if (state === 'full') log.warn(at, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+    else if (state === 'holding' && this.queueState === 'empty') log.warn(at, 'batches are waiting in the disk retry queue');
+    else if (state === 'empty') log.info('retry queue drained');
+    this.queueState = state;
   }
 
   private tick(): void {
     this.batcher.closeExpired(this.config.batch.linger_ms);
+    this.updateQueueMetrics();
     const now = this.clock.now();
     if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {
       this.lastCheckpointAt = now;
