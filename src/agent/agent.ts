@@ -153,6 +153,9 @@ export class Agent {
         log,
         clock,
         maxInFlight: c.limits.max_in_flight,
+        openBytes: () => this.batcher.openBytes,
+        maxOpenBytes: c.batch.max_open_bytes,
+        maxBatchBytes: c.batch.max_bytes,
         onStateFault: (f) => this.onStateFault(f),
         onFatal: (err) => this.fatal(err),
       });
@@ -318,7 +321,9 @@ export class Agent {
   }
 
   private tick(): void {
-    this.batcher.closeExpired(this.config.batch.linger_ms);
+    // When every send slot is taken (the rate limit binds), lingering batches
+    // stay open and grow instead of becoming more small requests.
+    if (!this.pipeline.saturated) this.batcher.closeExpired(this.config.batch.linger_ms);
     this.updateQueueMetrics();
     const now = this.clock.now();
     if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {

@@ -45,6 +45,11 @@ export class Pipeline {
       log: Logger;
       clock: Clock;
       maxInFlight: number;
+      /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
+      openBytes: () => number;
+      maxOpenBytes: number;
+      /** batch.max_bytes: with max_open_bytes it bounds how many full batches may wait. */
+      maxBatchBytes: number;
       onStateFault: (fault: StateFault) => void;
       onFatal: (err: unknown) => void;
     },
@@ -76,8 +81,22 @@ export class Pipeline {
     );
   }
 
+  /** True while closed batches wait for a send slot: the rate limit (or the API) binds. */
+  get saturated(): boolean {
+    return this.active >= this.o.maxInFlight + PIPELINE_SLACK;
+  }
+
+  /**
+   * Backpressure for the reader. While the pipeline is saturated the reader
+   * keeps filling the open batches (so they grow toward max_bytes instead of
+   * becoming more small requests) until max_open_bytes; batches that fill up
+   * meanwhile may wait, at most max_open_bytes / max_bytes of them.
+   */
   async waitForRoom(): Promise<void> {
-    while (this.active >= this.o.maxInFlight + PIPELINE_SLACK && !this.stopping) {
+    const extra = Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes);
+    const full = () =>
+      this.active >= this.o.maxInFlight + PIPELINE_SLACK + extra || (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
+    while (full() && !this.stopping) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
   }

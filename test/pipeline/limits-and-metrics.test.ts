@@ -130,3 +130,35 @@ describe('limits and metrics', () => {
     expect(got.length - lines.length).toBeLessThanOrEqual(goaways.reduce((a, r) => a + Math.ceil((r.decodedBytes ?? 0) / 20), 0));
   });
 });
+
+describe('batch growth under the rate limit', () => {
+  it('when the rate limit binds, batches grow toward max_bytes instead of queueing more small requests', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu, {
+      batch: { max_bytes: 40_000, linger_ms: 20 },
+      limits: { requests_per_second: 4, max_in_flight: 1 },
+      compression: { codec: 'none' },
+    });
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, []);
+    const { stop } = await startAgent(config);
+    // ~1 KB every 10 ms for 1.5 s: a linger-sized batch would be ~2 KB.
+    const expected: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const lines = jsonLines(`g${i}`, 0, 10, 60);
+      expected.push(...lines);
+      await writeLines(file, lines);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await waitFor(() => rows(emu, dir, 'ev').length === expected.length, 'all rows', 30_000);
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+    const sizes = emu.requests().map((r) => r.decodedBytes ?? 0);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    // ~150 KB at 4 requests/s over ~1.5-2 s of writing: without growth this
+    // would be dozens of ~2 KB requests.
+    expect(sizes.length).toBeLessThanOrEqual(15);
+    expect(total / sizes.length).toBeGreaterThan(10_000);
+  });
+});
