@@ -90,10 +90,11 @@ export class Pipeline {
    * Backpressure for the reader. While the pipeline is saturated the reader
    * keeps filling the open batches (so they grow toward max_bytes instead of
    * becoming more small requests) until max_open_bytes; batches that fill up
-   * meanwhile may wait, at most max_open_bytes / max_bytes of them.
+   * meanwhile may wait: max_open_bytes / max_bytes of them, and never more
+   * than max_in_flight (tiny batches must not pile up by the thousand).
    */
   async waitForRoom(): Promise<void> {
-    const extra = Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes);
+    const extra = Math.min(this.o.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     const full = () =>
       this.active >= this.o.maxInFlight + PIPELINE_SLACK + extra || (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
     while (full() && !this.stopping) {
