@@ -1,8 +1,10 @@
 // Chooses the request limiter for the agent's budget: the local one, or the
 // budget shared through Redis when limits.redis_url is set.
+import { createHash } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
+import { RedisLimiter } from './redis-limiter.js';
 
 export interface LimiterContext {
   limits: Config['limits'];
@@ -15,8 +17,30 @@ export interface LimiterContext {
 }
 
 export async function createLimiter(ctx: LimiterContext): Promise<RateLimiter> {
-  if (ctx.limits.redis_url) {
-    ctx.log.warn('limits.redis_url is set but the shared Redis budget is not built yet; using the local budget');
+  const limits = ctx.limits;
+  if (!limits.redis_url) return createLocalLimiter(limits.requests_per_second);
+  return RedisLimiter.start({
+    redisUrl: limits.redis_url,
+    budgetId: limits.budget_id ?? deriveBudgetId(ctx.baseUrl, ctx.token),
+    requestsPerSecond: limits.requests_per_second,
+    fallbackRequestsPerSecond: limits.fallback_requests_per_second,
+    log: ctx.log,
+    onFallback: ctx.onFallback,
+  });
+}
+
+/**
+ * The default budget_id: agents that send to the same API origin with the same
+ * token share a budget. A one-way hash, so Redis key names never reveal the
+ * token; 64 bits keep unrelated tokens apart.
+ */
+export function deriveBudgetId(baseUrl: string, token: string): string {
+  let origin = baseUrl;
+  try {
+    origin = new URL(baseUrl).origin;
+  } catch {
+    // Not a URL (validated earlier, so only in tests): hash it as written.
   }
-  return createLocalLimiter(ctx.limits.requests_per_second);
+  const digest = createHash('sha256').update(`spoolship budget\n${origin}\n${token}`).digest('hex');
+  return `auto-${digest.slice(0, 16)}`;
 }

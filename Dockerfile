@@ -1,0 +1,52 @@
+# syntax=docker/dockerfile:1
+# spoolship container image. Multi-stage: compile with the dev dependencies,
+# ship the compiled dist/ with production dependencies only.
+#
+#   docker build -t spoolship:0.1.0 .
+#   docker run -d --name spoolship \
+#     -e SPOOLSHIP_API__BASE_URL=https://api.example.com -e SPOOLSHIP_TOKEN=... \
+#     -v /var/spool/spoolship:/var/spool/spoolship:ro -v spoolship-state:/var/lib/spoolship \
+#     spoolship:0.1.0
+#
+# The Node.js major is the LTS line the CI smoke-tests (.ci/run).
+ARG NODE_VERSION=24
+
+FROM node:${NODE_VERSION}-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:${NODE_VERSION}-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /opt/spoolship
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /src/dist ./dist
+COPY config ./config
+COPY deploy/docker/spoolship.yaml /etc/spoolship/spoolship.yaml
+COPY deploy/docker/healthcheck.mjs ./deploy/docker/healthcheck.mjs
+# A fixed numeric uid/gid, so Kubernetes' runAsNonRoot can check it and
+# hostPath volumes can be chowned to it (deploy/kubernetes/daemonset.yaml).
+RUN groupadd --system --gid 10001 spoolship \
+ && useradd --system --uid 10001 --gid spoolship --home-dir /var/lib/spoolship --shell /usr/sbin/nologin spoolship \
+ && mkdir -p /var/lib/spoolship /var/spool/spoolship \
+ && chown spoolship:spoolship /var/lib/spoolship /var/spool/spoolship \
+ && ln -s /opt/spoolship/dist/cli.js /usr/local/bin/spoolship
+VOLUME ["/var/lib/spoolship", "/var/spool/spoolship"]
+EXPOSE 9464
+USER 10001:10001
+# Not /opt/spoolship: its ./config/spoolship.yaml is the quick-start config
+# (embedded emulator), which the lookup would find before /etc/spoolship.
+WORKDIR /var/lib/spoolship
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "/opt/spoolship/deploy/docker/healthcheck.mjs"]
+# node runs as PID 1 without an init on purpose: spoolship handles SIGTERM
+# itself (drain, checkpoint, exit 0) and spawns no children; and the
+# state_dir lock stores the PID, so a lock left by a killed container names
+# PID 1, which the next container's process recognizes as its own and takes over.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["spoolship"]
+CMD ["run"]

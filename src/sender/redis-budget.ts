@@ -1,0 +1,187 @@
+// One connection to the request budget shared through Redis. Every agent with
+// the same budget key reserves request start times ("slots") from one Redis
+// key with a small Lua script, so the fleet's requests are spaced `spacingMs`
+// apart in total, whichever host sends them:
+//
+//   slot = max(redis_now, next); next = slot + spacing; return slot - redis_now
+//
+// The caller sleeps until its slot and sends. Time is Redis' own clock (TIME),
+// so clock skew between hosts does not matter. The key expires when unused;
+// an empty Redis (restarted, failed over) just means "the next slot is now".
+//
+// Why not bottleneck's clustering (the first plan, DESIGN "Scale beyond one
+// host"): on Redis 7 it does not recover after a Redis restart (it matches
+// "SETTINGS_KEY_NOT_FOUND" by exact text, Redis 7 prefixes "ERR "); its key
+// expiry calls PEXPIRE with a fractional TTL when minTime is fractional
+// (10.2 ms), which Redis rejects; disconnecting it on a dead socket leaves
+// an unhandled rejection inside it; it computes slots from each client's
+// Date.now(); and it starts a job at reply time + wait with no way to see
+// that the slot went stale. That last one is measured: three agents on a
+// busy 2-core host sent 106-113 requests in a sliding second at the emulator
+// (40 429s), from bursts after event-loop stalls.
+//
+// Stale slots: a slot is only safe to use near its time. If this process was
+// stalled (the reply or the timer came late), its callers send late, in
+// between other agents' on-time requests, and a sliding second at the API
+// counts more than the budget. So a caller's lateness is measured when it
+// wakes: timer lateness plus how much longer than usual the reservation's
+// round trip took (the baseline round trip tracks the network, so a distant
+// Redis costs nothing here). Past LATE_TOLERANCE_MS the caller drops the slot
+// and reserves a new one, at most MAX_RESERVATIONS times per request (then it
+// sends anyway: progress under starvation beats a livelock). The budget
+// wastes dropped slots, never exceeds them.
+//
+// A RedisBudget is single-use: no reconnects. The first failure (connection
+// closed, command error or timeout) marks it lost and the owner
+// (redis-limiter.ts) falls back to the local budget and joins a new one
+// when Redis answers again.
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+
+export interface RedisBudgetOptions {
+  url: string;
+  /** Redis key of the budget: agents with the same key share one budget. */
+  key: string;
+  /** Spacing between request starts across every agent of the budget. */
+  spacingMs: number;
+  /**
+   * When the budget key does not exist yet (an empty, restarted Redis), its
+   * first slot is this far in the future: see redis-limiter.ts, rejoining.
+   */
+  quietIfNewMs: number;
+  /** Connect or give up. */
+  joinTimeoutMs: number;
+  /** A command unanswered this long counts as Redis lost (a hung server or a black-holed network). */
+  commandTimeoutMs: number;
+  /** Called once, with the cause, when a joined budget is lost (a failed join throws instead). */
+  onLost: (err: Error) => void;
+}
+
+export interface RedisBudget {
+  /** Resolves when one request may start; rejects once the budget is lost. */
+  acquire(): Promise<void>;
+  /** The cause, once lost. */
+  readonly lostError: Error | null;
+  /** performance.now() of the latest slot reserved here: requests may still start until then. */
+  readonly lastSlotMs: number;
+  close(): Promise<void>;
+}
+
+/** A woken caller this much past its slot's earliest time drops the slot (see above). */
+export const LATE_TOLERANCE_MS = 25;
+/** Reservations per request before it is sent whatever the lateness. */
+export const MAX_RESERVATIONS = 3;
+/** The baseline round trip follows a lasting rise in latency by this share of the difference per reservation. */
+const RTT_BASELINE_DRIFT = 0.01;
+/** The budget key outlives the last reservation by this much, then Redis frees it. */
+const KEY_IDLE_TTL_MS = 60_000;
+
+// KEYS[1] budget key; ARGV[1] spacing (µs); ARGV[2] key TTL (ms); ARGV[3]
+// first slot's delay when the key is new (µs). Returns the wait in µs from
+// now until the reserved slot.
+const RESERVE_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local cur = redis.call('GET', KEYS[1])
+local nxt = now + tonumber(ARGV[3])
+if cur then nxt = tonumber(cur) end
+local slot = math.max(now, nxt)
+redis.call('SET', KEYS[1], string.format('%d', slot + tonumber(ARGV[1])), 'PX', ARGV[2])
+return slot - now
+`;
+
+type ReservingRedis = Redis & { spoolshipReserve(key: string, spacingUs: number, ttlMs: number, quietIfNewUs: number): Promise<number> };
+
+export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudget> {
+  const client = new Redis(o.url, {
+    lazyConnect: true,
+    // Fail at once while disconnected instead of queueing behind a dead socket.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // No reconnects: the owner decides when to join again (and logs it).
+    retryStrategy: () => null,
+    connectTimeout: o.joinTimeoutMs,
+    commandTimeout: o.commandTimeoutMs,
+  }) as ReservingRedis;
+  client.defineCommand('spoolshipReserve', { numberOfKeys: 1, lua: RESERVE_LUA });
+  const spacingUs = Math.round(o.spacingMs * 1000);
+
+  let joined = false;
+  let lostError: Error | null = null;
+  const lose = (cause: unknown): void => {
+    if (lostError) return;
+    lostError = cause instanceof Error ? cause : new Error(String(cause));
+    client.disconnect();
+    if (joined) o.onLost(lostError);
+  };
+  // Errors also surface as rejected commands or 'end'; the listener keeps an
+  // unhandled 'error' event from killing the process.
+  client.on('error', lose);
+  client.on('end', () => lose(new Error('connection to Redis closed')));
+
+  try {
+    await withTimeout(client.connect(), o.joinTimeoutMs);
+    // Creates the key (with its quiet start) if needed; reserves nothing.
+    await client.spoolshipReserve(o.key, 0, KEY_IDLE_TTL_MS, Math.round(o.quietIfNewMs * 1000));
+  } catch (err) {
+    lose(err);
+    throw lostError;
+  }
+  joined = true;
+
+  let baselineRttMs = Number.POSITIVE_INFINITY;
+  let lastSlotMs = 0;
+  /** Reserves a slot; returns when to send and how late the reply already was. */
+  const reserve = async (): Promise<{ dueMs: number; excessRttMs: number }> => {
+    if (lostError) throw lostError;
+    const sentMs = performance.now();
+    let waitUs: number;
+    try {
+      waitUs = await client.spoolshipReserve(o.key, spacingUs, KEY_IDLE_TTL_MS, 0);
+    } catch (err) {
+      lose(err);
+      throw lostError;
+    }
+    const replyMs = performance.now();
+    const rttMs = replyMs - sentMs;
+    baselineRttMs = rttMs < baselineRttMs ? rttMs : baselineRttMs + (rttMs - baselineRttMs) * RTT_BASELINE_DRIFT;
+    // The script ran between sending and this reply, so waiting from the
+    // reply on is never early; it is late by up to the round trip's excess.
+    const dueMs = replyMs + waitUs / 1000;
+    lastSlotMs = Math.max(lastSlotMs, dueMs);
+    return { dueMs, excessRttMs: rttMs - baselineRttMs };
+  };
+
+  return {
+    get lostError() {
+      return lostError;
+    },
+    get lastSlotMs() {
+      return lastSlotMs;
+    },
+    close: async () => {
+      joined = false; // a deliberate close is no loss to report
+      lose(new Error('shared budget closed'));
+    },
+    acquire: async () => {
+      for (let n = 1; ; n++) {
+        const slot = await reserve();
+        await sleep(slot.dueMs - performance.now());
+        const lateMs = performance.now() - slot.dueMs + slot.excessRttMs;
+        if (lateMs <= LATE_TOLERANCE_MS || n >= MAX_RESERVATIONS) return;
+      }
+    },
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
