@@ -2,8 +2,9 @@
 // One event per state change, never per line; secrets are never logged
 // (tokens are not passed to the logger, and `authorization` is redacted in
 // case a request object ever is).
+import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -14,6 +15,8 @@ export function createLogger(
   const usePretty = opts.format === 'pretty' || (opts.format === 'auto' && stream.isTTY === true);
   const base = { level: opts.level, base: { pid: process.pid }, redact: ['*.authorization', '*.token', 'token'] };
   if (usePretty) {
+    // Loaded only for pretty output: pino-pretty costs ~11 MB of RSS.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
     return pino(base, pretty({ destination: stream, colorize: stream.isTTY === true, sync: true, ignore: 'pid,hostname' }));
   }
   return pino(base, pino.destination({ dest: streamFd(stream), sync: true }));

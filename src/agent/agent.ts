@@ -153,6 +153,7 @@ export class Agent {
         log,
         clock,
         maxInFlight: c.limits.max_in_flight,
+        recycle: (body) => this.batcher.recycle(body),
         openBytes: () => this.batcher.openBytes,
         maxOpenBytes: c.batch.max_open_bytes,
         maxBatchBytes: c.batch.max_bytes,

@@ -16,6 +16,8 @@ import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
 
+const EMPTY = Buffer.alloc(0);
+
 /** Batches allowed to compress ahead of the requests in flight. */
 export const PIPELINE_SLACK = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
@@ -45,6 +47,8 @@ export class Pipeline {
       log: Logger;
       clock: Clock;
       maxInFlight: number;
+      /** Take back an uncompressed body once it is compressed. */
+      recycle: (body: Buffer) => void;
       /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
       openBytes: () => number;
       maxOpenBytes: number;
@@ -148,10 +152,15 @@ export class Pipeline {
       codec.compress(batch.body),
       recovered ? Promise.resolve() : this.withStateRetry(() => store.recordIntent(batch.id, batch.ds)),
     ]);
-    metrics.batchBytes.observe(batch.body.length);
     const rawLen = batch.body.length;
+    metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes: the uncompressed buffer
-    // is released, which keeps RSS flat with many batches in flight.
+    // goes back to the batcher, which keeps RSS flat with many batches in flight.
+    // (With codec none the "compressed" body is the same memory: keep it.)
+    if (body.buffer !== batch.body.buffer) {
+      this.o.recycle(batch.body);
+      batch.body = EMPTY;
+    }
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
     const canDefer = () => this.o.queue.hasRoom(body.length);
     const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS });

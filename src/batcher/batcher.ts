@@ -55,11 +55,13 @@ interface OpenBatch {
   firstAt: number;
 }
 
-const INITIAL_BATCH_BYTES = 256 * 1024;
+/** Uncompressed batch buffers kept for reuse once compressed: saves a 10 MB allocation (and its GC) per batch. */
+const SPARE_BUFFERS = 2;
 
 export class Batcher {
   private readonly open = new Map<string, OpenBatch>();
   private openBytesTotal = 0;
+  private readonly spare: Buffer[] = [];
 
   constructor(private readonly deps: BatcherDeps) {}
 
@@ -164,15 +166,25 @@ export class Batcher {
     return b;
   }
 
+  /**
+   * Room for `extra` more bytes. A batch gets one buffer of its full cap at
+   * once (a spare one when there is one): growing by doubling allocated and
+   * copied about twice the batch size, and the garbage cost a third of the CPU.
+   */
   private ensure(b: OpenBatch, extra: number): void {
     const need = b.len + extra;
     if (need <= b.buf.length) return;
-    let size = Math.max(b.buf.length * 2, INITIAL_BATCH_BYTES);
-    while (size < need) size *= 2;
-    const cap = Math.max(this.deps.maxBytes, need);
-    const next = Buffer.allocUnsafe(Math.min(size, cap));
+    const size = Math.max(this.deps.capFor(b.ds), this.deps.maxBytes, need);
+    const spareAt = this.spare.findIndex((x) => x.length >= size);
+    const next = spareAt >= 0 ? this.spare.splice(spareAt, 1)[0]! : Buffer.allocUnsafe(size);
     b.buf.copy(next, 0, 0, b.len);
     b.buf = next;
+  }
+
+  /** Give back a closed batch's buffer once its body is no longer needed (compressed). */
+  recycle(body: Buffer): void {
+    const whole = Buffer.from(body.buffer, body.byteOffset, body.buffer.byteLength - body.byteOffset);
+    if (whole.length >= this.deps.maxBytes && this.spare.length < SPARE_BUFFERS) this.spare.push(whole);
   }
 
   private copyInto(b: OpenBatch, src: Buffer, start: number, end: number, lines: number): void {

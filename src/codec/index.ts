@@ -7,9 +7,17 @@
 // attempt. We keep the compressed bytes for retries, and after a crash we
 // re-compress the same uncompressed bytes at the same level, which zstd and
 // gzip reproduce exactly for a given library version.
+import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import * as zstd from '@mongodb-js/zstd';
+
+// @mongodb-js/zstd 1.2.2's index.js drops the level (every level compresses
+// as 3); its native binding takes it, so call the binding directly.
+interface ZstdBinding {
+  compress(data: Buffer, level?: number | null): Promise<Buffer>;
+  decompress(data: Buffer): Promise<Buffer>;
+}
+const zstd = createRequire(import.meta.url)('@mongodb-js/zstd/bindings.js') as ZstdBinding;
 
 import type { CodecName } from './levels.js';
 

@@ -1,0 +1,47 @@
+// Backlog throughput: the reference and spoolship, interleaved, on one corpus.
+import { rmSync } from 'node:fs';
+import { ctx, MAX_BYTES } from '../lib/context.mjs';
+import { backlogCorpus } from '../lib/corpus.mjs';
+import { f0, f1, loadavg, table, thin } from '../lib/format.mjs';
+import { runReference, runSpoolship, THROUGHPUT_COLS } from '../lib/runs.mjs';
+
+export async function throughput() {
+  const { opt, sections, summary, log } = ctx;
+  log(`corpus ${opt.size} bytes ...`);
+  const corpus = backlogCorpus(opt.corpusDir, { bytes: opt.size });
+  log(`corpus ${corpus.dir}: ${corpus.files} files, ${corpus.bytes} bytes, ${corpus.lines} lines${corpus.cached ? ' (cached)' : ''}`);
+  const rows = [];
+  for (let round = 0; round < opt.rounds; round++) {
+    log(`throughput round ${round + 1}: loadavg ${loadavg()}`);
+    const ref = opt.noReference ? null : await runReference(corpus, opt.codec, opt.level);
+    if (ref) {
+      rows.push(ref);
+      log(`reference ${f1(ref.bytes / 1e6 / (ref.wallMs / 1000))} MB/s`);
+    }
+    const sp = await runSpoolship(corpus, opt.codec, opt.level, { profile: opt.profile && round === 0 });
+    sp.ratio = ref ? ref.wallMs / sp.wallMs : null;
+    sp.steadyRatio = ref && sp.steadyMBs && ref.steadyMBs ? sp.steadyMBs / ref.steadyMBs : null;
+    rows.push(sp);
+    log(`spoolship ${f1(sp.bytes / 1e6 / (sp.wallMs / 1000))} MB/s (x${sp.ratio?.toFixed(2)}), RSS ${f0(sp.rssMB)} MB, exit ${JSON.stringify(sp.exit)}`);
+    if (sp.profile) sections.push(`### Profile of the spoolship run (main thread; V8's sampling profiler as in \`node --cpu-prof\`, via bench/lib/prof-preload.mjs)\n\n${sp.profile}`);
+    if (!opt.keep) rmSync(sp.dir, { recursive: true, force: true });
+  }
+  sections.unshift(
+    `### Backlog throughput (${(corpus.bytes / 1e6).toFixed(0)} MB, ${f0(corpus.lines)} lines of ~${Math.round(corpus.bytes / corpus.lines)} B, ${corpus.files} files)\n\n` +
+      table(THROUGHPUT_COLS, rows) +
+      `\nRSS trace of the last spoolship run ([s since start, MB], ~1 s samples, thinned to 40): ${JSON.stringify(thin(rows.at(-1).rssTrace, 40).map(([ms, mb]) => [Math.round(ms / 1000), mb]))}\n`,
+  );
+  const sp = rows.filter((r) => r.name === 'spoolship');
+  const best = sp.reduce((a, b) => ((a.ratio ?? 0) >= (b.ratio ?? 0) ? a : b));
+  if (!opt.noReference) {
+    const ratios = sp.map((r) => r.ratio).sort((a, b) => a - b);
+    const median = ratios[Math.floor(ratios.length / 2)];
+    summary.push(['throughput >= 0.85 x reference (spawn to last ack)', `median x${median.toFixed(2)}, best x${ratios.at(-1).toFixed(2)} (of ${sp.length})`]);
+    const steady = sp.map((r) => r.steadyRatio ?? 0).sort((a, b) => a - b);
+    summary.push(['same, steady state (10 % to 90 % of lines acknowledged)', `median x${steady[Math.floor(steady.length / 2)].toFixed(2)}, best x${steady.at(-1).toFixed(2)}`]);
+    const cpuRatio = rows.filter((r) => r.name === 'reference').reduce((a, r) => a + r.cpuS, 0) / sp.reduce((a, r) => a + r.cpuS, 0);
+    summary.push(['CPU per GB, reference / spoolship (robust to the shared machine)', `x${cpuRatio.toFixed(2)}`]);
+  }
+  summary.push(['peak RSS <= 150 MB (backlog)', `${f0(Math.max(...sp.map((r) => r.rssMB)))} MB`]);
+  summary.push(['average request fill >= 95 % of max_bytes', `${f1((100 * best.bytes) / best.okRequests / MAX_BYTES)} %`]);
+}

@@ -1,0 +1,178 @@
+// One measured run of the reference or of the agent on a corpus, against
+// ctx.sink, with /proc sampling; and the columns of the throughput tables.
+import { spawn } from 'node:child_process';
+import { linkSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { metric, startAgent } from './agent.mjs';
+import { ctx, MAX_BYTES, LINGER_MS } from './context.mjs';
+import { f0, f1, sleep } from './format.mjs';
+import { readProc } from './proc.mjs';
+import { summarizeProfile } from './profile.mjs';
+import { diffTotals, sinkTotals } from './sink.mjs';
+
+/** Run the reference in its own process; returns a result row. */
+export async function runReference(corpus, codec, level) {
+  const { root } = ctx;
+  const sink = ctx.sink;
+  const before = sinkTotals(await sink.stats());
+  const sinkCpu0 = readProc(sink.pid)?.cpuS ?? 0;
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines)],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let cpuS = 0;
+  let hwm = 0;
+  let sysS = 0;
+  let minflt = 0;
+  const poll = setInterval(() => {
+    const p = readProc(child.pid);
+    if (p) {
+      cpuS = p.cpuS;
+      sysS = p.sysS;
+      minflt = p.minflt;
+      hwm = Math.max(hwm, p.hwmMB);
+    }
+  }, 50);
+  let stdout = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+  const code = await new Promise((r) => child.once('exit', r));
+  clearTimeout(timer);
+  clearInterval(poll);
+  const wallMs = performance.now() - t0;
+  if (code !== 0) throw new Error(`reference exited with ${code}`);
+  const r = JSON.parse(stdout.trim().split('\n').pop());
+  const sinkD = diffTotals(before, sinkTotals(await sink.stats()));
+  if (r.lines !== corpus.lines) ctx.log(`WARNING reference acknowledged ${r.lines} of ${corpus.lines} lines`);
+  return {
+    name: 'reference',
+    codec: `${codec}${codec === 'none' ? '' : `:${level}`}`,
+    bytes: corpus.bytes,
+    lines: r.lines,
+    wallMs,
+    cpuS,
+    sysS,
+    minflt,
+    rssMB: hwm,
+    requests: sinkD.requests,
+    okRequests: r.requests,
+    wireBytes: r.wireBytes,
+    sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
+    firstRequestMs: r.firstRequestMs,
+    steadyMBs: r.t90Ms > r.t10Ms ? (0.8 * corpus.bytes) / 1e6 / ((r.t90Ms - r.t10Ms) / 1000) : null,
+  };
+}
+
+/** Run spoolship on a corpus until every line is acknowledged. */
+export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null } = {}) {
+  const { root, opt, work } = ctx;
+  const sink = ctx.sink;
+  const dir = mkdtempSync(path.join(work, 'agent-'));
+  const before = sinkTotals(await sink.stats());
+  const sinkCpu0 = readProc(sink.pid)?.cpuS ?? 0;
+  const agent = await startAgent(root, {
+    workDir: dir,
+    url: sink.url,
+    token: sink.token,
+    spoolDir: corpus.dir,
+    stateDir: stateDir ?? path.join(dir, 'state'),
+    codec,
+    level,
+    lingerMs: LINGER_MS,
+    maxBytes: MAX_BYTES,
+    sampleFds,
+    nodeArgs: profile ? ['--import', path.join(root, 'bench/lib/prof-preload.mjs')] : [],
+    env: { ...opt.agentEnv, ...(profile ? { BENCH_PROFILE_OUT: path.join(dir, 'agent.cpuprofile') } : {}) },
+    dist: opt.agentDist,
+  });
+  // Progress is read from the sink (rows stored), not from the agent's /metrics:
+  // scraping the agent 20 times a second perturbs it (prom-client's default
+  // process metrics walk every open handle; see bench/README.md).
+  let firstRequestMs = null;
+  let t10 = null;
+  let t90 = null;
+  let wallMs;
+  try {
+    const deadline = performance.now() + 900_000;
+    for (;;) {
+      if (agent.exited) throw new Error(`agent exited (${JSON.stringify(agent.exited)}); see ${dir}/agent.log`);
+      if (performance.now() > deadline) throw new Error(`timed out; see ${dir}/agent.log`);
+      const d = diffTotals(before, sinkTotals(await sink.stats()));
+      const now = performance.now() - agent.t0;
+      if (firstRequestMs === null && d.requests > 0) firstRequestMs = now;
+      if (d.rows >= 0.1 * corpus.lines) t10 ??= now;
+      if (d.rows >= 0.9 * corpus.lines) t90 ??= now;
+      if (d.rows >= corpus.lines) {
+        wallMs = now;
+        break;
+      }
+      await sleep(50);
+    }
+    // The agent records the acknowledgements a moment after the sink answered.
+    await agent.waitFor((t) => metric(t, 'spoolship_lines_acked_total') >= corpus.lines, { everyMs: 100, timeoutMs: 30_000 });
+  } catch (err) {
+    await agent.stop();
+    throw err;
+  }
+  const text = await agent.metrics();
+  const profFile = path.join(dir, 'agent.cpuprofile');
+  const gotProfile = profile ? await agent.dumpProfile(profFile) : false;
+  const s = await agent.stop();
+  const sinkD = diffTotals(before, sinkTotals(await sink.stats()));
+  const row = {
+    name: label,
+    codec: `${codec}${codec === 'none' ? '' : `:${level}`}`,
+    bytes: corpus.bytes,
+    lines: metric(text, 'spoolship_lines_acked_total'),
+    wallMs,
+    cpuS: s.cpuS,
+    sysS: s.sysS,
+    minflt: s.minflt,
+    rssMB: s.hwmMB,
+    requests: sinkD.requests,
+    okRequests: metric(text, 'spoolship_requests_total', 'status="200"'),
+    wireBytes: metric(text, 'spoolship_bytes_sent_total'),
+    batchBytesAvg: metric(text, 'spoolship_batch_bytes_sum') / Math.max(1, metric(text, 'spoolship_batch_bytes_count')),
+    sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
+    peakFds: s.peakFds,
+    firstRequestMs,
+    steadyMBs: t90 > t10 ? (0.8 * corpus.bytes) / 1e6 / ((t90 - t10) / 1000) : null,
+    exit: s.exit,
+    rssTrace: s.rssTrace,
+    dir,
+  };
+  if (profile) {
+    row.profile = gotProfile ? summarizeProfile(profFile, { root }) : '(no profile written)';
+    row.profileFile = gotProfile ? profFile : null;
+  }
+  return row;
+}
+
+export const THROUGHPUT_COLS = [
+  ['run', (r) => r.name, 'l'],
+  ['codec', (r) => r.codec, 'l'],
+  ['MB/s', (r) => f1(r.bytes / 1e6 / (r.wallMs / 1000))],
+  ['lines/s', (r) => f0(r.lines / (r.wallMs / 1000))],
+  ['steady MB/s (10-90 %)', (r) => f1(r.steadyMBs)],
+  ['first request ms', (r) => f0(r.firstRequestMs)],
+  ['CPU s/GB', (r) => f1(r.cpuS / (r.bytes / 1e9))],
+  ['of which sys', (r) => f1(r.sysS / (r.bytes / 1e9))],
+  ['page faults /MB', (r) => f0(r.minflt / (r.bytes / 1e6))],
+  ['peak RSS MB', (r) => f0(r.rssMB)],
+  ['requests', (r) => f0(r.requests)],
+  ['avg request (raw MB)', (r) => (r.bytes / Math.max(1, r.okRequests) / 1e6).toFixed(2)],
+  ['avg request (wire KB)', (r) => f0(r.wireBytes / Math.max(1, r.okRequests) / 1e3)],
+  ['fill %', (r) => f1((100 * r.bytes) / Math.max(1, r.okRequests) / MAX_BYTES)],
+  ['sink CPU s', (r) => f1(r.sinkCpuS)],
+  ['x reference', (r) => (r.ratio ? r.ratio.toFixed(2) : '-')],
+  ['x reference, steady', (r) => (r.steadyRatio ? r.steadyRatio.toFixed(2) : '-')],
+  ['SIGTERM to exit', (r) => (r.exit ? (r.exit.killed ? `hung, SIGKILL after ${f0(r.exit.stopMs)} ms` : `${f0(r.exit.stopMs)} ms, code ${r.exit.code}`) : '-'), 'l'],
+];
+
+export function linkTree(from, to) {
+  // Hard links: the same inodes at new paths, so the state recognises the files.
+  mkdirSync(to, { recursive: true });
+  for (const n of readdirSync(from)) linkSync(path.join(from, n), path.join(to, n));
+}

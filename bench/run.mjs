@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// `npm run bench`: spoolship against the in-run reference (issue 8).
+//
+//   npm run bench                                  # everything, 1 GB corpus
+//   npm run bench -- --size 200MB --cases throughput
+//   npm run bench -- --size 200MB --cases sweep --sweep zstd:1,zstd:3,gzip:6,none:0
+//   npm run bench -- --cases many,coldstart --many-files 2000
+//   npm run bench -- --cases latency --latency-seconds 20
+//   npm run bench -- --size 200MB --cases throughput --profile
+//
+// Every case is bounded (timeouts) and talks only to 127.0.0.1. The sink is
+// the emulator in count-only mode, in its own process. Results: a table on
+// stdout and a Markdown file in bench/results/. Benchmarks are not tests: no
+// assertion on speed here; the targets are printed next to the numbers.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { coldstart } from './cases/coldstart.mjs';
+import { latency } from './cases/latency.mjs';
+import { many } from './cases/many.mjs';
+import { sweep } from './cases/sweep.mjs';
+import { throughput } from './cases/throughput.mjs';
+import { ctx, LINGER_MS, MAX_BYTES } from './lib/context.mjs';
+import { loadavg } from './lib/format.mjs';
+import { startSink } from './lib/sink.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+const CASES = { throughput, sweep, many, coldstart, latency };
+const ALL_CASES = Object.keys(CASES);
+
+// ---------- flags ----------
+function parseSize(s) {
+  const m = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(s).trim());
+  if (!m) throw new Error(`bad size ${JSON.stringify(s)}; give e.g. 200MB or 1GB`);
+  const mult = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }[(m[2] ?? 'B').toLowerCase()];
+  return Math.round(Number(m[1]) * mult);
+}
+const argv = process.argv.slice(2);
+const flag = (name, def) => {
+  const i = argv.indexOf(`--${name}`);
+  return i === -1 ? def : argv[i + 1];
+};
+const has = (name) => argv.includes(`--${name}`);
+if (has('help')) {
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 10).join('\n'));
+  process.exit(0);
+}
+const opt = {
+  size: parseSize(flag('size', '1GB')),
+  codec: flag('codec', 'zstd'),
+  level: Number(flag('level', '3')),
+  cases: flag('cases', ALL_CASES.join(',')).split(','),
+  sweep: flag('sweep', 'zstd:1,zstd:3,zstd:6,gzip:1,gzip:6,none:0')
+    .split(',')
+    .map((s) => ({ codec: s.split(':')[0], level: Number(s.split(':')[1] ?? 0) })),
+  sweepSize: null,
+  manyFiles: Number(flag('many-files', '10000')),
+  latencyRate: parseSize(flag('latency-rate', '5MB')),
+  latencySeconds: Number(flag('latency-seconds', '60')),
+  queueSize: parseSize(flag('queue-size', '1GB')),
+  rounds: Number(flag('rounds', '3')),
+  profile: has('profile'),
+  noReference: has('no-reference'),
+  keep: has('keep'),
+  corpusDir: path.resolve(flag('corpus-dir', path.join(root, 'bench/corpus'))),
+  out: flag('out', null),
+  // Experiments only: extra environment for the agent, e.g. --agent-env UV_THREADPOOL_SIZE=8
+  agentEnv: Object.fromEntries(argv.flatMap((v, i) => (v === '--agent-env' ? [argv[i + 1].split(/=(.*)/s).slice(0, 2)] : []))),
+  // Experiments only: run another build of the agent (a patched copy of dist/)
+  agentDist: flag('agent-dist', null),
+};
+opt.sweepSize = parseSize(flag('sweep-size', String(Math.min(opt.size, 200e6))));
+for (const c of opt.cases) if (!ALL_CASES.includes(c)) throw new Error(`--cases: unknown case ${c}; use ${ALL_CASES.join(',')}`);
+if (!existsSync(path.join(root, 'dist/cli.js'))) {
+  console.error('dist/cli.js is missing: run `npm run build` first');
+  process.exit(2);
+}
+
+// ---------- set-up ----------
+const work = mkdtempSync(path.join(os.tmpdir(), 'spoolship-bench-'));
+Object.assign(ctx, { root, opt, work, sinkLog: path.join(work, 'sink.log') });
+const { log, sections, summary } = ctx;
+
+function build() {
+  let head = '?';
+  try {
+    head = readFileSync(path.join(root, '.git/HEAD'), 'utf8').trim();
+    if (head.startsWith('ref: ')) head = readFileSync(path.join(root, '.git', head.slice(5)), 'utf8').trim();
+  } catch {
+    /* not a git checkout */
+  }
+  const built = statSync(path.join(root, 'dist/cli.js')).mtime.toISOString().slice(0, 16).replace('T', ' ');
+  return `commit ${head.slice(0, 8)}, dist/ built ${built} UTC (the working tree may hold others' uncommitted changes)`;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return (
+    `${cpus.length} x ${cpus[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ` +
+    `Linux ${os.release()}, Node ${process.version}; loadavg at start ${loadavg()} (shared machine: other work was running)`
+  );
+}
+
+// ---------- main ----------
+const started = new Date();
+const machineDesc = machine();
+const buildDesc = build();
+log(machineDesc);
+log(`work dir ${work}`);
+async function ensureSink() {
+  if (ctx.sink && !ctx.sink.exit) return;
+  if (ctx.sink) log(`the sink exited (${JSON.stringify(ctx.sink.exit)}); starting a new one`);
+  ctx.sink = await startSink(root, { logFile: ctx.sinkLog });
+  log(`sink ${ctx.sink.url} (pid ${ctx.sink.pid})`);
+}
+let failed = null;
+try {
+  for (const c of ALL_CASES) {
+    if (!opt.cases.includes(c)) continue;
+    try {
+      await ensureSink();
+      await CASES[c]();
+    } catch (err) {
+      // One failed case does not lose the others' results.
+      failed = err;
+      log(`case ${c} FAILED: ${err.stack ?? err}`);
+      sections.push(`### ${c}: FAILED\n\n${String(err.message ?? err)}\n`);
+    }
+  }
+} finally {
+  await ctx.sink?.close();
+  if (!opt.keep) rmSync(work, { recursive: true, force: true });
+}
+
+const md =
+  `## spoolship bench, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC\n\n` +
+  `Machine: ${machineDesc}; loadavg at end ${loadavg()}.\n\n` +
+  `Build: ${buildDesc}.\n\n` +
+  `Command: \`npm run bench -- ${argv.join(' ')}\`. Agent config: codec ${opt.codec}:${opt.level}, batch.max_bytes ${MAX_BYTES}, linger_ms ${LINGER_MS}, wait=true, ` +
+  `${Object.keys(opt.agentEnv).length ? `Agent environment (experiment): ${JSON.stringify(opt.agentEnv)}. ` : ''}${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
+  `checkpoints and the disk retry queue on (defaults). Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
+  `MB/s = corpus bytes / wall time from process spawn to the last acknowledgement (includes start-up). CPU = utime + stime of the measured process only.\n\n` +
+  (summary.length ? `| target | measured |\n|---|---:|\n${summary.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n\n` : '') +
+  sections.join('\n') +
+  (failed ? `\n**At least one case failed** (see its section).\n` : '');
+console.log(`\n${md}`);
+const outFile = opt.out ?? path.join(root, 'bench/results', `${started.toISOString().slice(0, 16).replace(/[:T]/g, '-')}-${opt.cases.join('+')}-${Math.round(opt.size / 1e6)}MB.md`);
+mkdirSync(path.dirname(outFile), { recursive: true });
+writeFileSync(outFile, md);
+log(`written ${outFile}`);
+process.exit(failed ? 1 : 0);
