@@ -57,6 +57,7 @@ interface OpenBatch {
 
 /** Uncompressed batch buffers kept for reuse once compressed: saves a 10 MB allocation (and its GC) per batch. */
 const SPARE_BUFFERS = 2;
+const FIRST_BUFFER_BYTES = 1024 * 1024;
 
 export class Batcher {
   private readonly open = new Map<string, OpenBatch>();
@@ -167,16 +168,20 @@ export class Batcher {
   }
 
   /**
-   * Room for `extra` more bytes. A batch gets one buffer of its full cap at
-   * once (a spare one when there is one): growing by doubling allocated and
-   * copied about twice the batch size, and the garbage cost a third of the CPU.
+   * Room for `extra` more bytes: a spare full-size buffer when there is one,
+   * else 1 MiB, then one jump to the full cap. Doubling from small sizes
+   * allocated and copied about twice each batch, and that garbage cost a
+   * third of the CPU; a full cap for every small batch would make trickle
+   * traffic allocate 10 MB per request.
    */
   private ensure(b: OpenBatch, extra: number): void {
     const need = b.len + extra;
     if (need <= b.buf.length) return;
-    const size = Math.max(this.deps.capFor(b.ds), this.deps.maxBytes, need);
-    const spareAt = this.spare.findIndex((x) => x.length >= size);
-    const next = spareAt >= 0 ? this.spare.splice(spareAt, 1)[0]! : Buffer.allocUnsafe(size);
+    const cap = Math.max(this.deps.maxBytes, need);
+    let next: Buffer;
+    const spareAt = this.spare.findIndex((x) => x.length >= need);
+    if (spareAt >= 0) next = this.spare.splice(spareAt, 1)[0]!;
+    else next = Buffer.allocUnsafe(b.buf.length === 0 && need <= FIRST_BUFFER_BYTES ? Math.min(cap, FIRST_BUFFER_BYTES) : cap);
     b.buf.copy(next, 0, 0, b.len);
     b.buf = next;
   }
