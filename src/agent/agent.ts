@@ -25,7 +25,7 @@ import { StateStore } from '../state/store.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueReplayer } from '../queue/replayer.js';
-import { Pipeline, type StateFault } from './pipeline.js';
+import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, reformBatch } from './reform.js';
 import { TokenSource } from './token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
@@ -70,6 +70,7 @@ export class Agent {
   private lastCheckpointAt = 0;
   private closing: Promise<void> | null = null;
   private journalRetry: NodeJS.Timeout | null = null;
+  private checkpointFault: StateFault = null;
   private readonly clock: Clock;
   private readonly lastError = new Map<string, string>();
   private readonly streak = new RetryStreak(() => this.deps.log);
@@ -107,6 +108,14 @@ export class Agent {
         log.warn({ what }, 'retry queue: skipped a torn or corrupt record');
       });
       if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
+      // A kill -9 after a batch was queued durably and before its journal ack
+      // was group-committed leaves it both queued and an open intent: it is
+      // sent from the queue, so complete the intent instead of re-forming it.
+      const queued = await this.queue.batchIds();
+      if (queued.size > 0) {
+        for (const i of rec.intents) if (queued.has(i.id)) this.store.completeBatch(i.id);
+        rec.intents = rec.intents.filter((i) => !queued.has(i.id));
+      }
 
       let baseUrl = c.api.base_url;
       if (baseUrl === 'embedded') {
@@ -295,7 +304,7 @@ export class Agent {
     if (intents.length === 0) return;
     this.deps.log.info({ batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
     for (const intent of intents) {
-      const r = await reformBatch(intent.ranges, (k) => this.pathOf(k));
+      const r = await reformBatch(intent.ranges, (k) => this.pathOf(k), (k) => this.store.progress.files.get(k)?.meta);
       if (r.missing.length > 0) {
         this.deps.log.error({ datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
       }
@@ -331,7 +340,15 @@ export class Agent {
       this.lastCheckpointAt = now;
       this.checkpointing = this.store
         .checkpoint()
-        .catch((err) => this.deps.log.warn({ err: String(err) }, 'checkpoint failed; will retry'))
+        .then(() => this.setCheckpointFault(null))
+        .catch((err) => {
+          // ENOSPC / EROFS / EACCES while compacting: the state_dir cannot take
+          // new files. Report it like any state fault; cleared by the next
+          // checkpoint that succeeds.
+          const fault = classifyStateError(err);
+          if (fault) this.setCheckpointFault(fault);
+          this.deps.log.warn({ err: String(err) }, 'checkpoint failed; will retry');
+        })
         .finally(() => (this.checkpointing = null));
     }
     const behind = new Map<string, number>();
@@ -346,6 +363,7 @@ export class Agent {
     if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
     if (this.sender.parkedDataSources().length > 0) reasons.push('bad_request');
     if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
+    if (this.checkpointFault && this.checkpointFault !== this.pipeline.stateFault) reasons.push(this.checkpointFault);
     const backlog = this.pipeline.batchesActive > 0;
     if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
     return { ready: reasons.length === 0, reasons };
@@ -423,11 +441,26 @@ export class Agent {
     this.batcher.closeAll();
   }
 
+  private setCheckpointFault(f: StateFault): void {
+    if (f === this.checkpointFault) return;
+    const previous = this.checkpointFault;
+    this.checkpointFault = f;
+    if (f) this.deps.log.error({ fault: f, state_dir: this.config.state_dir }, 'state_dir: cannot write the checkpoint; will retry');
+    else this.deps.log.info({ previous }, 'state_dir: checkpoint written again');
+    this.syncStateMetrics();
+  }
+
+  /** spoolship_parked{disk_full|state_dir_unwritable}: set while the pipeline or the checkpoint reports it. */
+  private syncStateMetrics(): void {
+    for (const reason of ['disk_full', 'state_dir_unwritable'] as const) {
+      this.metrics.parked.set({ reason }, this.pipeline.stateFault === reason || this.checkpointFault === reason ? 1 : 0);
+    }
+  }
+
   private onStateFault(f: StateFault): void {
     if (f) this.deps.log.error({ fault: f, state_dir: this.config.state_dir }, 'state_dir not writable: not advancing; will resume by itself');
     else this.deps.log.info('state_dir writable again: resuming');
-    this.metrics.parked.set({ reason: 'disk_full' }, f === 'disk_full' ? 1 : 0);
-    this.metrics.parked.set({ reason: 'state_dir_unwritable' }, f === 'state_dir_unwritable' ? 1 : 0);
+    this.syncStateMetrics();
   }
 
   /**

@@ -204,10 +204,15 @@ export class Pipeline {
    * try again every second until space returns. Any other error is fatal.
    */
   private async withStateRetry<T>(fn: () => Promise<T>): Promise<T> {
+    // Only a write that failed and now worked clears the fault: an in-memory
+    // step (completeBatch only buffers its journal record) succeeding says
+    // nothing about the disk, and clearing on it made /readyz flap to 200
+    // while the state_dir was still full.
+    let failed = false;
     for (;;) {
       try {
         const r = await fn();
-        if (this.stateFault) {
+        if (failed && this.stateFault) {
           this.stateFault = null;
           this.o.onStateFault(null);
         }
@@ -215,6 +220,7 @@ export class Pipeline {
       } catch (err) {
         const fault = classifyStateError(err);
         if (!fault) throw err;
+        failed = true;
         if (this.stateFault !== fault) {
           this.stateFault = fault;
           this.o.onStateFault(fault);

@@ -4,17 +4,39 @@
 // the platform's 5-hour deduplication of partial inserts applies.
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
-import type { RangeRecord } from '../state/journal.js';
+import type { FileHandle } from 'node:fs/promises';
+import type { FileMeta, RangeRecord } from '../state/journal.js';
+import { locateByIdentity } from '../state/store.js';
 
 export interface LineLocation {
   file: string;
   offset: number;
 }
 
-async function readRange(p: string, start: number, end: number): Promise<Buffer | null> {
+/** Identity of a tracked file: a path is only trusted while it still names this file. */
+export type IdentityOf = (key: string) => FileMeta | undefined;
+
+async function openVerified(p: string, meta: FileMeta | undefined): Promise<FileHandle | null> {
+  const tryOpen = async (q: string): Promise<FileHandle | null> => {
+    const fh = await fsp.open(q, 'r').catch(() => null);
+    if (!fh || !meta) return fh;
+    const st = await fh.stat();
+    if (st.dev === meta.dev && st.ino === meta.ino) return fh;
+    await fh.close();
+    return null;
+  };
+  const fh = await tryOpen(p);
+  if (fh || !meta) return fh;
+  // Renamed since its path was recorded (rotation while the agent was down or starting).
+  const q = await locateByIdentity(meta);
+  return q ? tryOpen(q) : null;
+}
+
+async function readRange(p: string, start: number, end: number, meta?: FileMeta): Promise<Buffer | null> {
   let fh;
   try {
-    fh = await fsp.open(p, 'r');
+    fh = await openVerified(p, meta);
+    if (!fh) return null;
     const buf = Buffer.allocUnsafe(end - start);
     let got = 0;
     while (got < buf.length) {
@@ -22,7 +44,13 @@ async function readRange(p: string, start: number, end: number): Promise<Buffer 
       if (bytesRead === 0) break;
       got += bytesRead;
     }
-    return buf.subarray(0, got);
+    // A short read means the range is not what was recorded: never send part
+    // of it as if whole. The one exception: a finished file's remainder is
+    // recorded one byte past its end (the newline the agent added), so
+    // exactly one byte short, not ending in a newline, is that line.
+    if (got === buf.length) return buf;
+    if (got === buf.length - 1 && got > 0 && buf[got - 1] !== 10) return buf.subarray(0, got);
+    return null;
   } catch {
     return null;
   } finally {
@@ -50,14 +78,14 @@ export interface ReformResult {
   missing: RangeRecord[];
 }
 
-export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: string) => string | undefined): Promise<ReformResult> {
+export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: string) => string | undefined, identityOf?: IdentityOf): Promise<ReformResult> {
   const parts: Buffer[] = [];
   const missing: RangeRecord[] = [];
   let lines = 0;
   const nl = Buffer.from('\n');
   for (const r of ranges) {
     const p = pathOf(r.file);
-    const data = p ? await readRange(p, r.start, r.end) : null;
+    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
     if (!data) {
       missing.push(r);
       continue;

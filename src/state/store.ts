@@ -15,6 +15,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { FatalIoError } from '../errors.js';
+import { sameContentStart } from '../spool/identity.js';
 import { atomicWrite } from '../util/fsx.js';
 import {
   JournalWriter,
@@ -171,7 +172,13 @@ export class StateStore {
       const ranges: Array<[number, number, number, boolean]> = [];
       let pos = fp.committed;
       for (const e of fp.entries) {
-        if (!e.recorded || e.start !== pos) break;
+        // An intent still being group-committed to the old journal counts as
+        // recorded: checkpoint() closes (flushes) the old journal before the
+        // snapshot is written. Cutting the snapshot there instead dropped the
+        // intent (its journal is not replayed after this checkpoint), so the
+        // next recovery found a gap and re-sent everything acked after it.
+        const recorded = e.recorded || (e.owner !== DEAD_LETTER_OWNER && this.intents.has(e.owner));
+        if (!recorded || e.start !== pos) break;
         ranges.push([e.start, e.end, e.owner, e.done]);
         if (!e.done && e.owner !== DEAD_LETTER_OWNER) live.add(e.owner);
         pos = e.end;
@@ -251,6 +258,7 @@ export class StateStore {
       for (const r of records) this.apply(r, doneIds);
     }
     const resumeAt = this.settle();
+    await this.relocateFiles();
     this.recovery = {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
       resumeAt,
@@ -263,6 +271,22 @@ export class StateStore {
     await this.journal.open();
     // Compact what recovery learned right away, so a crash loop replays little.
     await this.checkpoint();
+  }
+
+  /**
+   * A file's recorded path can be stale: it was renamed while the agent was
+   * down, or renamed out of the patterns while being read (kill -9 before the
+   * new path was journaled). Recovery re-forms unacknowledged batches and
+   * resumes reading by path, so without this it would read the *new* file
+   * that took the old name (same offsets, other lines: those sent twice, ours
+   * lost) or report the file gone. Find each file again by identity (device +
+   * inode + fingerprint) in its directory.
+   */
+  private async relocateFiles(): Promise<void> {
+    for (const fp of this.progress.files.values()) {
+      const found = await locateByIdentity(fp.meta);
+      if (found !== null && found !== fp.meta.path) fp.meta = { ...fp.meta, path: found };
+    }
   }
 
   private apply(r: JournalRecord, doneIds: Set<number>): void {
@@ -350,4 +374,27 @@ export class StateStore {
     }
     return resumeAt;
   }
+}
+
+/** Path of the file with `meta`'s identity: its recorded path, or another name in the same directory; null when gone. */
+export async function locateByIdentity(meta: FileMeta): Promise<string | null> {
+  const matches = async (p: string): Promise<boolean> => {
+    const fh = await fsp.open(p, 'r').catch(() => null);
+    if (!fh) return false;
+    try {
+      const st = await fh.stat();
+      return st.isFile() && st.dev === meta.dev && st.ino === meta.ino && (await sameContentStart(fh, st.size, meta));
+    } finally {
+      await fh.close();
+    }
+  };
+  if (await matches(meta.path)) return meta.path;
+  const dir = path.dirname(meta.path);
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const n of names) {
+    const p = path.join(dir, n);
+    const st = await fsp.stat(p).catch(() => null);
+    if (st && st.dev === meta.dev && st.ino === meta.ino && (await matches(p))) return p;
+  }
+  return null;
 }

@@ -1,0 +1,343 @@
+// Fixtures for the process-level suite: the built CLI (`node dist/cli.js run`)
+// as a child process that tests kill, an emulator in the test process on
+// port 0 whose every Events request is recorded with its arrival and answer
+// times, fixed-size lines (so a batch's line count is known from its size),
+// and polling helpers with deadlines. vitest's globalSetup builds dist/.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import { stringify } from 'yaml';
+import { startEmulator, type Emulator, type EmulatorOptions, type EventsRequestRecord } from '../../src/emulator/index.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = path.join(ROOT, 'dist', 'cli.js');
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!().catch(() => undefined);
+});
+export function onCleanup(fn: () => Promise<unknown>): void {
+  cleanups.push(fn);
+}
+
+export async function tempDir(prefix = 'spoolship-proc-'): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  // SPOOLSHIP_TEST_KEEP=1 keeps the dirs (spool, state, emulator rows) to inspect a failure.
+  if (process.env.SPOOLSHIP_TEST_KEEP) console.log(`[keep] ${dir}`);
+  else onCleanup(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+// ---------------------------------------------------------------- emulator
+
+/** An Events request as recorded, plus when (test clock) its outcome was known. */
+export interface TimedRecord extends EventsRequestRecord {
+  doneAt: number;
+}
+
+export interface TestEmu {
+  emu: Emulator;
+  dataDir: string;
+  records: TimedRecord[];
+}
+
+export async function startEmu(dir: string, opts: EmulatorOptions = {}): Promise<TestEmu> {
+  const dataDir = path.join(dir, 'emu');
+  const records: TimedRecord[] = [];
+  const emu = await startEmulator({
+    listen: '127.0.0.1:0',
+    dataDir,
+    ...opts,
+    onEventsRequest: (r) => records.push({ ...r, doneAt: Date.now() }),
+  });
+  onCleanup(() => emu.close());
+  return { emu, dataDir, records };
+}
+
+// ------------------------------------------------------------------- lines
+
+/** Fixed-size NDJSON lines: `{"id":"<prefix><n, 9 digits>","pad":"xx..."}` + "\n", `LINE_BYTES` bytes in all. */
+export const LINE_BYTES = 100;
+
+export function line(prefix: string, n: number): string {
+  const head = `{"id":"${prefix}${String(n).padStart(9, '0')}","pad":"`;
+  return `${head}${'x'.repeat(LINE_BYTES - head.length - 3)}"}\n`;
+}
+
+export function lines(prefix: string, from: number, count: number): string {
+  let s = '';
+  for (let i = from; i < from + count; i++) s += line(prefix, i);
+  return s;
+}
+
+export interface DeliveryCheck {
+  rows: number;
+  unique: number;
+  duplicates: number;
+  missing: number;
+  /** Rows that are not one of the expected lines (a mangled or foreign line). */
+  unexpected: number;
+  firstMissing: string[];
+  firstUnexpected: string[];
+}
+
+/**
+ * Compare the rows the emulator stored for `ds` with the expected ids
+ * `<prefix>0 .. <prefix>(count-1)`. Streams the file: it may be hundreds of MB.
+ */
+export async function checkDelivery(t: TestEmu, ds: string, prefix: string, count: number, lineBytes = LINE_BYTES): Promise<DeliveryCheck> {
+  const seen = new Uint16Array(count);
+  let rows = 0;
+  let unexpected = 0;
+  const firstUnexpected: string[] = [];
+  const file = path.join(t.dataDir, `${ds}.ndjson`);
+  if (existsSync(file)) {
+    const { createReadStream } = await import('node:fs');
+    const { createInterface } = await import('node:readline');
+    const rl = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+    const re = new RegExp(`^\\{"id":"${prefix}(\\d{9})","pad":"[A-Za-z0-9+/x]+"\\}$`);
+    for await (const l of rl) {
+      rows++;
+      const m = re.exec(l);
+      const n = m ? Number(m[1]) : -1;
+      if (!m || n >= count || l.length !== lineBytes - 1) {
+        unexpected++;
+        if (firstUnexpected.length < 3) firstUnexpected.push(l.slice(0, 120));
+        continue;
+      }
+      if (seen[n]! < 65535) seen[n]!++;
+    }
+  }
+  let unique = 0;
+  let duplicates = 0;
+  const firstMissing: string[] = [];
+  for (let i = 0; i < count; i++) {
+    if (seen[i]! > 0) {
+      unique++;
+      duplicates += seen[i]! - 1;
+    } else if (firstMissing.length < 5) firstMissing.push(`${prefix}${String(i).padStart(9, '0')}`);
+  }
+  return { rows, unique, duplicates, missing: count - unique, unexpected, firstMissing, firstUnexpected };
+}
+
+/** Ids of the rows stored for `ds`, in the order they were stored (-1: not an expected line). */
+export async function rowIds(t: TestEmu, ds: string, prefix: string): Promise<Int32Array> {
+  const file = path.join(t.dataDir, `${ds}.ndjson`);
+  if (!existsSync(file)) return new Int32Array(0);
+  const text = await readFile(file, 'latin1');
+  const out = new Int32Array(Math.floor(text.length / LINE_BYTES) + 16);
+  let n = 0;
+  let pos = 0;
+  const head = `{"id":"${prefix}`;
+  while (pos < text.length) {
+    const nl = text.indexOf('\n', pos);
+    const end = nl === -1 ? text.length : nl;
+    if (n >= out.length) break;
+    out[n++] = text.startsWith(head, pos) && end - pos === LINE_BYTES - 1 ? Number(text.slice(pos + head.length, pos + head.length + 9)) : -1;
+    pos = end + 1;
+  }
+  return out.subarray(0, n);
+}
+
+// ------------------------------------------------------------------ config
+
+type Tree = Record<string, unknown>;
+function merge(a: Tree, b: Tree): Tree {
+  const out: Tree = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' ? merge(a[k] as Tree, v as Tree) : v;
+  }
+  return out;
+}
+
+export interface AgentPaths {
+  dir: string;
+  spoolDir: string;
+  stateDir: string;
+  configFile: string;
+}
+
+/** Write `<dir>/spoolship.yaml` for `spoolship run` against the emulator. */
+export async function writeConfig(dir: string, t: TestEmu, overrides: Tree = {}): Promise<AgentPaths> {
+  const spoolDir = path.join(dir, 'spool');
+  const stateDir = path.join(dir, 'state');
+  const base: Tree = {
+    api: { base_url: t.emu.url, token: t.emu.token, timeout_ms: 10_000 },
+    spool: { dir: spoolDir, idle_ms: 1000 },
+    state_dir: stateDir,
+    batch: { linger_ms: 100 },
+    retry: { initial_ms: 20, max_ms: 200 },
+    admin: { listen: '127.0.0.1:0' },
+    log: { level: 'info', format: 'json' },
+  };
+  const tree = merge(base, overrides);
+  const configFile = path.join(dir, 'spoolship.yaml');
+  await writeFile(configFile, stringify(tree));
+  return { dir, spoolDir, stateDir: tree.state_dir as string, configFile };
+}
+
+// ------------------------------------------------------------------- agent
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [k: string]: unknown;
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  pid: number;
+  logs: LogLine[];
+  /** stderr lines that are not JSON (a crash trace). */
+  rawErr: string[];
+  /** Resolves with the admin URL (or null when admin is off) once "spoolship started" is logged; rejects if the process exits first. */
+  started: Promise<string | null>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  exitInfo: { code: number | null; signal: NodeJS.Signals | null; at: number } | null;
+}
+
+export function spawnAgent(configFile: string, env: Record<string, string> = {}): AgentProcess {
+  const child = spawn(process.execPath, [CLI, 'run', '-c', configFile], {
+    cwd: path.dirname(configFile),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const logs: LogLine[] = [];
+  const rawErr: string[] = [];
+  let resolveStarted!: (url: string | null) => void;
+  let rejectStarted!: (err: Error) => void;
+  const started = new Promise<string | null>((res, rej) => {
+    resolveStarted = res;
+    rejectStarted = rej;
+  });
+  started.catch(() => undefined);
+  let buf = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      const text = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        const rec = JSON.parse(text) as LogLine;
+        logs.push(rec);
+        if (rec.msg === 'spoolship started') resolveStarted((rec.admin as string | null) ?? null);
+      } catch {
+        rawErr.push(text);
+      }
+    }
+  });
+  const proc: AgentProcess = {
+    child,
+    pid: child.pid!,
+    logs,
+    rawErr,
+    started,
+    exitInfo: null,
+    exited: new Promise((resolve) => {
+      child.on('exit', (code, signal) => {
+        proc.exitInfo = { code, signal, at: Date.now() };
+        rejectStarted(new Error(`agent exited (code ${code}, signal ${signal}) before "spoolship started"; stderr: ${rawErr.join('\n').slice(-2000)} ${JSON.stringify(logs.slice(-5))}`));
+        resolve(proc.exitInfo);
+      });
+    }),
+  };
+  onCleanup(async () => {
+    if (proc.exitInfo === null) {
+      child.kill('SIGKILL');
+      await proc.exited;
+    }
+  });
+  return proc;
+}
+
+/** SIGKILL now; returns the test-clock time of the kill. */
+export async function kill9(p: AgentProcess): Promise<number> {
+  const at = Date.now();
+  p.child.kill('SIGKILL');
+  const info = await p.exited;
+  if (info.signal !== 'SIGKILL') throw new Error(`expected death by SIGKILL, got code ${info.code} signal ${info.signal}`);
+  return at;
+}
+
+/** Log lines at ERROR (50) or above. */
+export function errorsIn(p: AgentProcess): LogLine[] {
+  return p.logs.filter((l) => l.level >= 50);
+}
+
+// -------------------------------------------------------------- admin/http
+
+export async function getJson(url: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* metrics text */
+  }
+  return { status: res.status, body };
+}
+
+export async function metric(adminUrl: string, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  let sum = 0;
+  let found = false;
+  for (const l of text.split('\n')) {
+    if (!l.startsWith(name)) continue;
+    const rest = l.slice(name.length);
+    if (!(rest.startsWith(' ') || rest.startsWith('{'))) continue;
+    if (labels && !rest.includes(labels)) continue;
+    const v = Number(l.slice(l.lastIndexOf(' ') + 1));
+    if (Number.isFinite(v)) {
+      sum += v;
+      found = true;
+    }
+  }
+  return found ? sum : NaN;
+}
+
+// ------------------------------------------------------------------ timing
+
+/** Poll an observable condition until it holds, or fail naming it. */
+export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 30_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown = null;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** mulberry32: a small seeded PRNG, so a failing run can be replayed from its seed. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** VmHWM (peak resident set) of a live process, in bytes, from /proc/<pid>/status. */
+export async function peakRss(pid: number): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+)\s+kB/.exec(text);
+  if (!m) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  return Number(m[1]) * 1024;
+}

@@ -1,0 +1,200 @@
+// The state_dir fills up, then becomes read-only, while the agent runs:
+// /readyz answers 503 with the reason (disk_full, state_dir_unwritable), the
+// metrics say it, the agent stops advancing, and it resumes by itself when
+// the cause goes away; nothing is lost.
+//
+// Needs mount(2): tests run as root on Linux (CI too). When mounting is not
+// permitted the tests fail saying so; they never pass without having run.
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeSync, rmdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  checkDelivery,
+  getJson,
+  lines,
+  metric,
+  onCleanup,
+  spawnAgent,
+  startEmu,
+  tempDir,
+  waitFor,
+  writeConfig,
+  type AgentProcess,
+  type TestEmu,
+} from './helpers.js';
+
+let mountProblem: string | null = null;
+
+function sh(cmd: string, args: string[]): void {
+  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function unmount(dir: string): void {
+  try {
+    sh('umount', [dir]);
+  } catch {
+    sh('umount', ['-l', dir]);
+  }
+}
+
+beforeAll(() => {
+  // Checked once: can this process mount a tmpfs and remount a bind mount read-only?
+  const probe = mkdtempSync(path.join(os.tmpdir(), 'spoolship-mount-probe-'));
+  try {
+    sh('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe]);
+    try {
+      sh('mount', ['--bind', probe, probe]);
+      sh('mount', ['-o', 'remount,ro,bind', probe]);
+      unmount(probe);
+    } finally {
+      unmount(probe);
+    }
+  } catch (err) {
+    const e = err as { stderr?: Buffer; message: string };
+    mountProblem = `cannot run: mounting a tmpfs / read-only bind mount failed (${(e.stderr?.toString() || e.message).trim()}); these tests need root (CAP_SYS_ADMIN) on Linux`;
+  } finally {
+    rmdirSync(probe);
+  }
+});
+
+function requireMount(): void {
+  if (mountProblem) throw new Error(mountProblem);
+}
+
+/** A small tmpfs for the state_dir, unmounted after the test (after the agent is gone). */
+function mountTmpfs(dir: string, sizeBytes: number): void {
+  mkdirSync(dir, { recursive: true });
+  sh('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes}`, 'tmpfs', dir]);
+  onCleanup(async () => unmount(dir));
+}
+
+/** Write a filler file until the file system is full; returns its size. */
+function fill(file: string): number {
+  const fd = openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  let n = 0;
+  try {
+    for (;;) {
+      n += writeSync(fd, chunk);
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+  return n;
+}
+
+interface Setup {
+  t: TestEmu;
+  p: AgentProcess;
+  admin: string;
+  stateDir: string;
+  spoolFile: string;
+  written: number;
+  write(n: number): void;
+}
+
+async function setup(): Promise<Setup> {
+  const dir = await tempDir();
+  const t = await startEmu(dir);
+  const stateDir = path.join(dir, 'state');
+  mountTmpfs(stateDir, 8 * 1024 * 1024);
+  const cfg = await writeConfig(dir, t, { batch: { max_bytes: 10_000, linger_ms: 50 } });
+  const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+  mkdirSync(path.dirname(spoolFile), { recursive: true });
+  const s: Setup = {
+    t,
+    p: spawnAgent(cfg.configFile),
+    admin: '',
+    stateDir,
+    spoolFile,
+    written: 0,
+    write(n) {
+      appendFileSync(spoolFile, lines('d', s.written, n));
+      s.written += n;
+    },
+  };
+  s.admin = (await s.p.started)!;
+  s.write(2000);
+  await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 2000, 'the first 2000 lines');
+  return s;
+}
+
+async function readyz(admin: string): Promise<{ status: number; body: { ready: boolean; reasons: string[] } }> {
+  return (await getJson(`${admin}/readyz`)) as { status: number; body: { ready: boolean; reasons: string[] } };
+}
+
+/** The reason is reported while the fault lasts; with `stops`, new lines are not shipped either (nothing can be recorded). */
+async function expectStalled(s: Setup, reason: string, stops: boolean): Promise<void> {
+  const r = await waitFor(async () => {
+    const x = await readyz(s.admin);
+    return x.status === 503 && x.body.reasons.includes(reason) ? x : null;
+  }, `/readyz 503 with reason ${reason}`, 15_000).catch((err: Error) => {
+    throw new Error(`${err.message}; agent exit ${JSON.stringify(s.p.exitInfo)}, stderr ${s.p.rawErr.join('\n').slice(0, 1500)}, log: ${JSON.stringify(s.p.logs.slice(-8).map((l) => [l.msg, l.err ?? l.fault ?? '']))}`);
+  });
+  expect(r!.body).toEqual({ ready: false, reasons: [reason] });
+  expect(await metric(s.admin, 'spoolship_parked', `reason="${reason}"`)).toBe(1);
+  if (!stops) return;
+  expect(s.p.logs.some((l) => l.msg === 'state_dir not writable: not advancing; will resume by itself' && l.fault === reason)).toBe(true);
+  // Requests already under way finish; after that nothing new is sent (no
+  // intent can be recorded), however much is written. A negative: observed
+  // over a fixed window.
+  await waitFor(async () => ((await getJson(`${s.admin}/status`)).body as { in_flight: number }).in_flight === 0, 'requests in flight to finish');
+  const before = s.t.emu.stats().rows.ev ?? 0;
+  s.write(1000);
+  await new Promise((r2) => setTimeout(r2, 1500));
+  expect((s.t.emu.stats().rows.ev ?? 0) - before, 'no new lines shipped while the state cannot be recorded').toBe(0);
+  expect((await readyz(s.admin)).status).toBe(503);
+}
+
+async function expectResumed(s: Setup, reason: string): Promise<void> {
+  await waitFor(async () => (await readyz(s.admin)).status === 200, '/readyz 200 again', 15_000);
+  expect(await metric(s.admin, 'spoolship_parked', `reason="${reason}"`)).toBe(0);
+  s.write(500);
+  await waitFor(() => (s.t.emu.stats().rows.ev ?? 0) >= s.written, `all ${s.written} lines after recovery`, 20_000);
+  s.p.child.kill('SIGTERM');
+  expect((await s.p.exited).code).toBe(0);
+  const result = await checkDelivery(s.t, 'ev', 'd', s.written);
+  console.log(`[state ${reason}] ${JSON.stringify(result)}`);
+  expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
+}
+
+describe('state_dir faults (process)', () => {
+  it('disk full: /readyz 503 disk_full, nothing advances, resumes by itself when space returns', async () => {
+    requireMount();
+    const s = await setup();
+    const filler = path.join(s.stateDir, 'filler');
+    fill(filler);
+    s.write(3000); // batches whose intents cannot be recorded
+    await expectStalled(s, 'disk_full', true);
+    rmSync(filler);
+    await expectResumed(s, 'disk_full');
+    expect(s.p.logs.some((l) => l.msg === 'state_dir writable again: resuming')).toBe(true);
+  });
+
+  it('read-only state_dir: /readyz 503 state_dir_unwritable, resumes by itself when writable again', async () => {
+    requireMount();
+    const s = await setup();
+    // The kernel refuses `remount,ro` while files are open for writing (the
+    // journal is), so the state_dir path is covered with a read-only bind
+    // mount of itself: every path operation (new journal, checkpoint,
+    // rename, queue segment) gets EROFS, as after a read-only remount, while
+    // descriptors opened before keep writing to the tmpfs underneath. So the
+    // agent can still record (and ship) through its open journal; what must
+    // show is that its state_dir is unwritable (checkpoints fail).
+    sh('mount', ['--bind', s.stateDir, s.stateDir]);
+    sh('mount', ['-o', 'remount,ro,bind', s.stateDir]);
+    let covered = true;
+    onCleanup(async () => {
+      if (covered) unmount(s.stateDir);
+    });
+    s.write(3000);
+    await expectStalled(s, 'state_dir_unwritable', false);
+    unmount(s.stateDir);
+    covered = false;
+    await expectResumed(s, 'state_dir_unwritable');
+  });
+});
