@@ -21,6 +21,13 @@ import type { Router } from './routes.js';
 import { FileTailer } from './tailer.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
+/**
+ * Open descriptors kept for files read to their end. Beyond it a file is
+ * closed at its end and reopened when it grows: 10,000 files must not mean
+ * 10,000 descriptors. Below it, descriptors stay open so a rename out of the
+ * patterns is followed through the open file.
+ */
+export const FD_BUDGET = 1000;
 
 export interface SpoolerEvents {
   onDiscovered(ds: string, file: string): void;
@@ -46,6 +53,10 @@ export interface SpoolerOptions {
 
 export class Spooler {
   readonly tailers = new Map<string, FileTailer>();
+  /** dev:ino -> the newest tailer of that inode (a rescan looks every path up here). */
+  private readonly byInode = new Map<string, FileTailer>();
+  /** dev:ino -> known files from the state store, rebuilt per scan (addFile looks up here). */
+  private known = new Map<string, Array<{ key: string }>>();
   private readonly buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   private watcher: FSWatcher | null = null;
   private stopped = false;
@@ -110,16 +121,33 @@ export class Spooler {
   /** Read one chunk from every file with unread bytes; true when anything was read. */
   private async readRound(): Promise<boolean> {
     let any = false;
+    let openFds = 0;
+    for (const t of this.tailers.values()) if (t.fh) openFds++;
     for (const t of [...this.tailers.values()]) {
       if (this.stopped) return any;
       if (t.finished) continue;
+      // Nothing new since the last look (the rescan and watch events update
+      // lastSize): no read, no descriptor. Detached files are always drained.
+      if (!t.detached && t.lastSize <= t.readOffset) {
+        // Over the descriptor budget, or idle for idle_ms: give it back.
+        if (t.fh && (openFds > FD_BUDGET || this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs)) {
+          await t.closeFd();
+          openFds--;
+        }
+        continue;
+      }
       await this.o.waitForRoom();
       if (this.stopped) return any;
+      const hadFd = t.fh !== null;
       const n = await t.readOnce(this.buf, this.o.batcher);
+      if (!hadFd && t.fh) openFds++;
       if (n > 0) {
         any = true;
         t.lastGrowthAt = this.o.clock.now();
+        if (t.readOffset > t.lastSize) t.lastSize = t.readOffset;
       } else {
+        if (t.readOffset > t.lastSize) t.lastSize = t.readOffset;
+        if (t.lastSize > t.readOffset) t.lastSize = t.readOffset; // shrank under us: the rescan decides (truncation)
         await this.maybeFinish(t);
       }
     }
@@ -143,6 +171,7 @@ export class Spooler {
   }
 
   async scan(): Promise<void> {
+    this.indexKnown();
     const seen = new Set<string>();
     for (const p of await this.listCandidates()) {
       const ds = this.o.router.route(p);
@@ -193,7 +222,7 @@ export class Spooler {
       t.lastSize = st.size;
       t.lastMtimeMs = st.mtimeMs;
       t.detached = true;
-      this.tailers.set(m.key, t);
+      this.addTailer(t);
     }
   }
 
@@ -240,29 +269,31 @@ export class Spooler {
     try {
       const store = this.o.store;
       // Known from a previous run (or earlier in this one)?
-      for (const fp of store.progress.files.values()) {
+      for (const fp of this.knownFiles(dev, ino)) {
         const m = fp.meta;
-        if (m.dev !== dev || m.ino !== ino) continue;
         if (await sameContentStart(fh, size, m)) {
           const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
           if (size < resume) break; // truncated while we were down: a new generation below
           const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
-          this.tailers.set(m.key, t);
+          t.lastSize = size;
+          t.lastMtimeMs = (await fh.stat()).mtimeMs;
+          this.addTailer(t);
           if (m.path !== p) store.updateFile({ ...m, path: p });
           return m.key;
         }
       }
       let gen = minGen;
-      for (const fp of store.progress.files.values()) if (fp.meta.dev === dev && fp.meta.ino === ino) gen = Math.max(gen, fp.meta.gen + 1);
+      for (const fp of this.knownFiles(dev, ino)) gen = Math.max(gen, fp.meta.gen + 1);
       const key = fileKey(dev, ino, gen);
       const f = await fingerprint(fh, size);
       const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
       const mtimeMs = (await fh.stat()).mtimeMs;
       store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
+      this.noteKnown(key, dev, ino);
       const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
       t.lastSize = size;
       t.lastMtimeMs = mtimeMs;
-      this.tailers.set(key, t);
+      this.addTailer(t);
       this.o.events.onDiscovered(ds, p);
       return key;
     } finally {
@@ -277,12 +308,13 @@ export class Spooler {
     // so ranges of the old content are never confused with the new.
     const gen = t.gen + 1;
     const key = fileKey(t.dev, t.ino, gen);
-    this.tailers.delete(t.key);
+    this.removeTailer(t);
     const fh = await t.ensureOpen();
     const f = fh ? await fingerprint(fh, size) : { fp: '', fpLen: 0 };
     this.o.store.trackFile({ key, dev: t.dev, ino: t.ino, gen, fp: f.fp, fpLen: f.fpLen, path: t.path, ds: t.ds }, 0);
+    this.noteKnown(key, t.dev, t.ino);
     t.resetTo(0, key, gen);
-    this.tailers.set(key, t);
+    this.addTailer(t);
     if (why === 'truncated') this.o.events.onTruncated(t.ds, t.path);
     else this.o.events.onDiscovered(t.ds, t.path);
   }
@@ -306,9 +338,42 @@ export class Spooler {
   }
 
   private findTailer(dev: number, ino: number): FileTailer | undefined {
-    let best: FileTailer | undefined;
-    for (const t of this.tailers.values()) if (t.dev === dev && t.ino === ino && (!best || t.gen > best.gen)) best = t;
-    return best;
+    return this.byInode.get(`${dev}:${ino}`);
+  }
+
+  private addTailer(t: FileTailer): void {
+    this.tailers.set(t.key, t);
+    const id = `${t.dev}:${t.ino}`;
+    const cur = this.byInode.get(id);
+    if (!cur || cur === t || cur.gen <= t.gen) this.byInode.set(id, t);
+  }
+
+  private removeTailer(t: FileTailer): void {
+    this.tailers.delete(t.key);
+    const id = `${t.dev}:${t.ino}`;
+    if (this.byInode.get(id) === t) this.byInode.delete(id);
+  }
+
+  /** Known files of this inode (all generations). */
+  private knownFiles(dev: number, ino: number) {
+    const out = [];
+    for (const { key } of this.known.get(`${dev}:${ino}`) ?? []) {
+      const fp = this.o.store.progress.files.get(key);
+      if (fp) out.push(fp);
+    }
+    return out;
+  }
+
+  private indexKnown(): void {
+    this.known = new Map();
+    for (const [key, fp] of this.o.store.progress.files) this.noteKnown(key, fp.meta.dev, fp.meta.ino);
+  }
+
+  private noteKnown(key: string, dev: number, ino: number): void {
+    const id = `${dev}:${ino}`;
+    let list = this.known.get(id);
+    if (!list) this.known.set(id, (list = []));
+    list.push({ key });
   }
 
   /** Forget finished files once committed; delete them when on_complete says so. */
@@ -318,7 +383,7 @@ export class Spooler {
       const fp = store.progress.files.get(t.key);
       const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
       if (t.finished && fullyCommitted) {
-        this.tailers.delete(t.key);
+        this.removeTailer(t);
         store.forgetFile(t.key);
         continue;
       }
