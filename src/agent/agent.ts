@@ -364,7 +364,8 @@ export class Agent {
     if (this.sender.parkedDataSources().length > 0) reasons.push('bad_request');
     if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
     if (this.checkpointFault && this.checkpointFault !== this.pipeline.stateFault) reasons.push(this.checkpointFault);
-    const backlog = this.pipeline.batchesActive > 0;
+    // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).
+    const backlog = this.pipeline.batchesActive > 0 || this.queue.batches > 0;
     if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
     return { ready: reasons.length === 0, reasons };
   }

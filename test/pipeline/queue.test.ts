@@ -68,3 +68,20 @@ describe('disk retry queue in the agent', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
 });
+
+describe('readiness during an outage', () => {
+  it('/readyz says no_progress once batches wait in the queue and nothing was acknowledged for 10 linger periods', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), jsonLines('n', 0, 500));
+    const { agent, stop } = await startAgent(configFor(dir, emu, { batch: { max_bytes: 5_000, linger_ms: 50 } }));
+    await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 1, 'batches queued');
+    const r = await waitFor(() => (agent.readiness().reasons.includes('no_progress') ? agent.readiness() : null), 'no_progress');
+    expect(r.ready).toBe(false);
+    emu.setFaults([]);
+    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the outage');
+    await waitFor(() => agent.readiness().ready, 'ready again');
+    await stop();
+  });
+});
