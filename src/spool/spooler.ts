@@ -145,6 +145,11 @@ export class Spooler {
         any = true;
         t.lastGrowthAt = this.o.clock.now();
         if (t.readOffset > t.lastSize) t.lastSize = t.readOffset;
+        // Read to its known end while over the budget: close it now, not a round later.
+        if (t.readOffset >= t.lastSize && openFds > FD_BUDGET && !t.detached) {
+          await t.closeFd();
+          openFds--;
+        }
       } else {
         if (t.readOffset > t.lastSize) t.lastSize = t.readOffset;
         if (t.lastSize > t.readOffset) t.lastSize = t.readOffset; // shrank under us: the rescan decides (truncation)
