@@ -20,6 +20,12 @@ const EMPTY = Buffer.alloc(0);
 
 /** Batches allowed to compress ahead of the requests in flight. */
 export const PIPELINE_SLACK = 2;
+/**
+ * Batches compressing at once: two keep both cores busy (as the in-run
+ * reference does), and each holds up to max_bytes uncompressed, so the reader
+ * waits beyond this instead of piling uncompressed batches up in memory.
+ */
+export const MAX_COMPRESSING = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
 const STATE_RETRY_MS = 1000;
@@ -29,6 +35,7 @@ export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
 export class Pipeline {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
+  private compressing = 0;
   private roomWaiters: Array<() => void> = [];
   stateFault: StateFault = null;
   lastAckAt: number;
@@ -100,7 +107,9 @@ export class Pipeline {
   async waitForRoom(): Promise<void> {
     const extra = Math.min(this.o.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     const full = () =>
-      this.active >= this.o.maxInFlight + PIPELINE_SLACK + extra || (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
+      this.compressing >= MAX_COMPRESSING ||
+      this.active >= this.o.maxInFlight + PIPELINE_SLACK + extra ||
+      (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
     while (full() && !this.stopping) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
@@ -148,10 +157,17 @@ export class Pipeline {
       await this.withStateRetry(async () => void store.completeBatch(batch.id));
       return;
     }
-    const [body] = await Promise.all([
-      codec.compress(batch.body),
-      recovered ? Promise.resolve() : this.withStateRetry(() => store.recordIntent(batch.id, batch.ds)),
-    ]);
+    this.compressing++;
+    let body: Buffer;
+    try {
+      [body] = await Promise.all([
+        codec.compress(batch.body),
+        recovered ? Promise.resolve() : this.withStateRetry(() => store.recordIntent(batch.id, batch.ds)),
+      ]);
+    } finally {
+      this.compressing--;
+      for (const w of this.roomWaiters.splice(0)) w();
+    }
     const rawLen = batch.body.length;
     metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes: the uncompressed buffer
