@@ -38,7 +38,7 @@ export interface IntentInfo {
   at: number;
 }
 
-interface CheckpointFile {
+export interface CheckpointFile {
   version: number;
   journal_seq: number;
   prev_journal_seq: number;
@@ -196,46 +196,10 @@ export class StateStore {
     };
   }
 
-  private async readCheckpoint(): Promise<{ cp: CheckpointFile | null; usedPrev: boolean }> {
-    const file = path.join(this.opts.stateDir, CHECKPOINT_FILE);
-    const attempts: Array<[string, boolean]> = [
-      [file, false],
-      [`${file}.prev`, true],
-    ];
-    let sawAny = false;
-    const problems: string[] = [];
-    for (const [f, isPrev] of attempts) {
-      let text: string;
-      try {
-        text = await fsp.readFile(f, 'utf8');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw err;
-      }
-      sawAny = true;
-      try {
-        const cp = JSON.parse(text) as CheckpointFile;
-        if (cp.version !== CHECKPOINT_VERSION) throw new Error(`unsupported version ${String(cp.version)}`);
-        return { cp, usedPrev: isPrev };
-      } catch (err) {
-        problems.push(`${f}: ${(err as Error).message}`);
-      }
-    }
-    if (sawAny) {
-      // Never silently "start at end": without a readable checkpoint we do not
-      // know what was delivered.
-      throw new FatalIoError(
-        `no readable checkpoint in ${this.opts.stateDir} (${problems.join('; ')}); restore it, or move the state_dir away to start over`,
-        null,
-      );
-    }
-    return { cp: null, usedPrev: false };
-  }
-
   private async load(): Promise<void> {
     const dir = this.opts.stateDir;
     await fsp.mkdir(dir, { recursive: true });
-    const { cp, usedPrev } = await this.readCheckpoint();
+    const { cp, usedPrev } = await readCheckpoint(dir);
     const progress = this.progress;
     const doneIds = new Set<number>();
     if (cp) {
@@ -397,4 +361,44 @@ export async function locateByIdentity(meta: FileMeta): Promise<string | null> {
     if (st && st.dev === meta.dev && st.ino === meta.ino && (await matches(p))) return p;
   }
   return null;
+}
+
+/**
+ * The checkpoint of a state_dir, or its `.prev` when it is unreadable; null
+ * when there is none (a fresh state_dir). Read-only (the status command uses
+ * it next to a running agent). When a checkpoint exists but neither version
+ * is readable it throws: never silently "start at end", since without it we
+ * do not know what was delivered.
+ */
+export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean }> {
+  const file = path.join(stateDir, CHECKPOINT_FILE);
+  let sawAny = false;
+  const problems: string[] = [];
+  for (const [f, isPrev] of [
+    [file, false],
+    [`${file}.prev`, true],
+  ] as const) {
+    let text: string;
+    try {
+      text = await fsp.readFile(f, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    sawAny = true;
+    try {
+      const cp = JSON.parse(text) as CheckpointFile;
+      if (cp.version !== CHECKPOINT_VERSION) throw new Error(`unsupported version ${String(cp.version)}`);
+      return { cp, usedPrev: isPrev };
+    } catch (err) {
+      problems.push(`${f}: ${(err as Error).message}`);
+    }
+  }
+  if (sawAny) {
+    throw new FatalIoError(
+      `no readable checkpoint in ${stateDir} (${problems.join('; ')}); restore it, or move the state_dir away to start over`,
+      null,
+    );
+  }
+  return { cp: null, usedPrev: false };
 }

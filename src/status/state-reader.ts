@@ -9,10 +9,8 @@
 // record (ignored, not cut), and a journal deleted between listing and
 // reading (two checkpoints went by) restarts the read.
 import { promises as fsp } from 'node:fs';
-import path from 'node:path';
-import { FatalIoError } from '../errors.js';
 import { journalPath, listJournals, type FileMeta, type JournalRecord } from '../state/journal.js';
-import { CHECKPOINT_FILE } from '../state/store.js';
+import { readCheckpoint } from '../state/store.js';
 import { unframeAll } from '../util/framing.js';
 
 const READ_ATTEMPTS = 3;
@@ -37,13 +35,6 @@ export interface StateView {
   /** Recorded batches not done: re-formed and resent at the next start. */
   pendingBatches: number;
   usedPrevCheckpoint: boolean;
-}
-
-interface CheckpointFile {
-  version: number;
-  journal_seq: number;
-  prev_journal_seq: number;
-  files: Array<FileMeta & { committed: number; ranges: Array<[number, number, number, boolean]> }>;
 }
 
 export async function readStateView(stateDir: string): Promise<StateView> {
@@ -122,30 +113,3 @@ function apply(r: JournalRecord, files: Map<string, { meta: FileMeta; committed:
   }
 }
 
-async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean }> {
-  const file = path.join(stateDir, CHECKPOINT_FILE);
-  const problems: string[] = [];
-  let sawAny = false;
-  for (const [f, isPrev] of [
-    [file, false],
-    [`${file}.prev`, true],
-  ] as const) {
-    let text: string;
-    try {
-      text = await fsp.readFile(f, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw err;
-    }
-    sawAny = true;
-    try {
-      const cp = JSON.parse(text) as CheckpointFile;
-      if (cp.version !== 1) throw new Error(`unsupported version ${String(cp.version)}`);
-      return { cp, usedPrev: isPrev };
-    } catch (err) {
-      problems.push(`${f}: ${(err as Error).message}`);
-    }
-  }
-  if (sawAny) throw new FatalIoError(`no readable checkpoint in ${stateDir} (${problems.join('; ')})`, null);
-  return { cp: null, usedPrev: false };
-}
