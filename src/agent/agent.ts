@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
+import { ConfigError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -221,7 +222,18 @@ export class Agent {
       await this.replayRecovered();
       if (c.admin.listen !== '') {
         this.admin = new AdminServer({ registry: metrics.registry, readiness: () => this.readiness(), status: () => this.status() });
-        this.adminUrl = await this.admin.start(c.admin.listen);
+        try {
+          this.adminUrl = await this.admin.start(c.admin.listen);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code ?? 'error';
+          throw new ConfigError([
+            {
+              path: 'admin.listen',
+              value: c.admin.listen,
+              why: `cannot listen there (${code}${code === 'EADDRINUSE' ? ': another process, maybe another spoolship, uses it' : ''}); choose another host:port, or "" to disable the admin endpoints`,
+            },
+          ]);
+        }
       }
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), Math.max(10, Math.min(100, c.batch.linger_ms / 4)));

@@ -126,4 +126,26 @@ describe('spoolship run (process)', () => {
     a.child.kill('SIGTERM');
     expect(await a.exited).toBe(0);
   });
+
+  it('exits 2 naming admin.listen when its port is taken, and leaves the state_dir free', async () => {
+    const { dir } = await setup();
+    const net = await import('node:net');
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => blocker.close(() => resolve(undefined))));
+    const port = (blocker.address() as { port: number }).port;
+    const cfgFile = path.join(dir, 'cfg.yaml');
+    const original = readFileSync(cfgFile, 'utf8');
+    await writeFile(cfgFile, original.replace('listen: ""', `listen: 127.0.0.1:${port}`));
+    const a = startRun(dir);
+    expect(await a.exited).toBe(2);
+    const text = a.logs.map((l) => String(l.msg)).join('\n');
+    expect(text).toContain(`admin.listen: "127.0.0.1:${port}": cannot listen there (EADDRINUSE`);
+    // Nothing was left behind: with the admin endpoints off, the same state_dir starts.
+    await writeFile(cfgFile, original);
+    const b = startRun(dir);
+    await until(() => b.logs.find((l) => l.msg === 'spoolship started'), 'agent with the admin endpoints off');
+    b.child.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+  });
 });
