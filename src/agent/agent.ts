@@ -16,6 +16,7 @@ import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, type Readiness } from '../admin/server.js';
 import { EventsClient } from '../sender/http-client.js';
+import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
 import type { RateLimiter } from '../sender/limiter.js';
 import { createLimiter } from '../sender/limiter-factory.js';
 import { Sender } from '../sender/sender.js';
@@ -132,15 +133,7 @@ export class Agent {
         log.info('token file changed; retrying parked requests');
         this.sender.wake();
       });
-      this.client = new EventsClient({
-        baseUrl,
-        token: () => this.token.get(),
-        wait: c.api.wait,
-        http2: c.api.http2,
-        caFile: c.api.ca_file,
-        timeoutMs: c.api.timeout_ms,
-        maxConnections: c.limits.max_connections,
-      });
+      this.client = new EventsClient(clientOptionsFrom(c, baseUrl, () => this.token.get()));
       this.limiter = await createLimiter({
         limits: c.limits,
         baseUrl,
@@ -253,10 +246,7 @@ export class Agent {
       limiter: this.limiter,
       clock: this.clock,
       random: deps.random ?? Math.random,
-      backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
-      http2: c.api.http2,
-      maxInFlight: c.limits.max_in_flight,
-      maxBytes: c.batch.max_bytes,
+      ...senderSettingsFrom(c),
       hooks: {
         onRequest: (ds, status, seconds, wireBytes) => {
           metrics.requests.inc({ datasource: ds, status: String(status) });
@@ -449,10 +439,6 @@ export class Agent {
     this.sender.wake();
   }
 
-  /** Flush every open batch now (tests, `send`). */
-  flushOpenBatches(): void {
-    this.batcher.closeAll();
-  }
 
   private setCheckpointFault(f: StateFault): void {
     if (f === this.checkpointFault) return;

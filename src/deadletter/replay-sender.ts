@@ -23,6 +23,7 @@ import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { TokenSource } from '../agent/token.js';
 import { EventsClient } from '../sender/http-client.js';
+import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
 import { createLocalLimiter, type RateLimiter } from '../sender/limiter.js';
 import { Sender, type RootBatch } from '../sender/sender.js';
 import { systemClock } from '../util/clock.js';
@@ -51,15 +52,7 @@ export const REQUEST_LEVEL_BUDGET = 32;
 
 export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
   const token = await TokenSource.create(config.api.token, config.api.token_file);
-  const client = new EventsClient({
-    baseUrl: config.api.base_url,
-    token: () => token.get(),
-    wait: config.api.wait,
-    http2: config.api.http2,
-    caFile: config.api.ca_file,
-    timeoutMs: config.api.timeout_ms,
-    maxConnections: config.limits.max_connections,
-  });
+  const client = new EventsClient(clientOptionsFrom(config, config.api.base_url, () => token.get()));
   const limiter = createLocalLimiter(config.limits.requests_per_second);
   return new ReplaySender(config, client, limiter, events);
 }
@@ -135,10 +128,7 @@ class ReplaySender implements LineSender {
       limiter: this.limiter,
       clock: systemClock,
       random: Math.random,
-      backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
-      http2: c.api.http2,
-      maxInFlight: c.limits.max_in_flight,
-      maxBytes: c.batch.max_bytes,
+      ...senderSettingsFrom(c),
       hooks: {
         onRequest: () => undefined,
         onRetry: (reason, ds) => {

@@ -9,6 +9,7 @@ import type { Config } from '../config/types.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { EventsClient } from '../sender/http-client.js';
+import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
 import { createLocalLimiter } from '../sender/limiter.js';
 import { Sender } from '../sender/sender.js';
 import { Progress } from '../state/progress.js';
@@ -65,15 +66,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     seconds: 0,
   };
   const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
-  const client = new EventsClient({
-    baseUrl: o.baseUrl,
-    token: () => o.token,
-    wait: c.api.wait,
-    http2: c.api.http2,
-    caFile: c.api.ca_file,
-    timeoutMs: c.api.timeout_ms,
-    maxConnections: c.limits.max_connections,
-  });
+  const client = new EventsClient(clientOptionsFrom(c, o.baseUrl, () => o.token));
   const limiter = createLocalLimiter(c.limits.requests_per_second);
   const codec = createCodec(c.compression.codec, c.compression.level);
   const storeDeadLetter = async (input: DeadLetterInput) => {
@@ -86,10 +79,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     limiter,
     clock: systemClock,
     random: Math.random,
-    backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
-    http2: c.api.http2,
-    maxInFlight: c.limits.max_in_flight,
-    maxBytes: c.batch.max_bytes,
+    ...senderSettingsFrom(c),
     hooks: {
       onRequest: (_ds, status, _s, wire) => {
         summary.requests[String(status)] = (summary.requests[String(status)] ?? 0) + 1;

@@ -94,13 +94,6 @@ export class Spooler {
     for (const t of this.tailers.values()) await t.closeFd();
   }
 
-  /** One scan plus reading everything there is, once (used by tests and `send`-like flows). */
-  async drainOnce(): Promise<void> {
-    await this.scan();
-    while (await this.readRound()) {
-      /* keep reading */
-    }
-  }
 
   private async run(): Promise<void> {
     while (!this.stopped) {

@@ -103,15 +103,6 @@ export class Progress {
     return fp.entries[fp.entries.length - 1]!.end - fp.committed;
   }
 
-  /** End of the contiguous recorded prefix: where reading resumes after a crash. */
-  recordedFrontier(fp: FileProgress): number {
-    let end = fp.committed;
-    for (const e of fp.entries) {
-      if (!e.recorded || e.start !== end) break;
-      end = e.end;
-    }
-    return end;
-  }
 
   /** Register recovered entries (from a checkpoint or journal) under their owners. */
   adoptEntries(entries: RangeEntry[]): void {
@@ -123,9 +114,6 @@ export class Progress {
     }
   }
 
-  hasOwner(owner: number): boolean {
-    return this.byOwner.has(owner);
-  }
 
   forget(key: string): void {
     this.files.delete(key);

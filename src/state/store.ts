@@ -128,9 +128,6 @@ export class StateStore {
     return this.intents.get(id)?.ranges;
   }
 
-  pendingIntents(): number {
-    return this.intents.size;
-  }
 
   get journalBytes(): number {
     return this.journal.bytes;
