@@ -188,7 +188,13 @@ export class Spooler {
   private async detach(t: FileTailer): Promise<void> {
     // Renamed out of the patterns, or deleted. An open descriptor still reads
     // it to the end; without one, look for the inode in the same directory.
-    const found = await findByInode(path.dirname(t.path), t.dev, t.ino);
+    let found = await findByInode(path.dirname(t.path), t.dev, t.ino);
+    // The inode alone can mislead: deleted, then a new file created at once
+    // may reuse it. Only a file that still starts with our fingerprint is
+    // ours; a new one is left to the scan, which reads it from 0.
+    // (An open descriptor keeps its inode from being reused: deleted while
+    // open, the file is still drained through it.)
+    if (found && !(await this.startsWithFingerprint(found, t.key))) found = null;
     if (found && found !== t.path) {
       t.path = found;
       // Journal the new path: after a kill -9 recovery re-forms this file's
@@ -196,7 +202,7 @@ export class Spooler {
       const meta = this.o.store.progress.files.get(t.key)?.meta;
       if (meta) this.o.store.updateFile({ ...meta, path: found });
     }
-    if (!t.fh) await t.ensureOpen();
+    if (found && !t.fh) await t.ensureOpen();
     t.detached = true;
   }
 
@@ -333,6 +339,18 @@ export class Spooler {
       this.o.store.updateFile({ ...fp.meta, fp: f.fp, fpLen: f.fpLen });
     }
     return true;
+  }
+
+  private async startsWithFingerprint(p: string, key: string): Promise<boolean> {
+    const meta = this.o.store.progress.files.get(key)?.meta;
+    if (!meta) return false;
+    const fh = await fsp.open(p, 'r').catch(() => null);
+    if (!fh) return false;
+    try {
+      return await sameContentStart(fh, (await fh.stat()).size, meta);
+    } finally {
+      await fh.close();
+    }
   }
 
   private findTailer(dev: number, ino: number): FileTailer | undefined {
