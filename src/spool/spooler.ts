@@ -225,6 +225,9 @@ export class Spooler {
       const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
       t.lastSize = st.size;
       t.lastMtimeMs = st.mtimeMs;
+      // Opened now (ensureOpen checks device and inode): a detached file is
+      // read only through the descriptor it holds.
+      if (!(await t.ensureOpen())) continue;
       t.detached = true;
       this.addTailer(t);
     }

@@ -87,7 +87,9 @@ export class FileTailer implements TrackedFileRef {
 
   /** Read one buffer's worth; returns the bytes read (0 at end of file). */
   async readOnce(buf: Buffer, batcher: Batcher): Promise<number> {
-    const fh = await this.ensureOpen();
+    // A detached file is only read through the descriptor it already has: its
+    // path may now name a new file that reuses the inode (delete, then create).
+    const fh = this.detached ? this.fh : await this.ensureOpen();
     if (!fh) return 0;
     const small = !this.skipping && this.carry.length <= buf.length >> 1;
     const base = small ? this.carry.length : 0;
