@@ -229,7 +229,7 @@ export class Agent {
         }
       }
       this.spooler.start();
-      this.timer = setInterval(() => this.tick(), Math.max(10, Math.min(100, c.batch.linger_ms / 4)));
+      this.timer = setInterval(() => this.tick(), this.tickMs);
       log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
       await this.releaseAfterFailedStart();
@@ -315,6 +315,10 @@ export class Agent {
     }
   }
 
+  private get tickMs(): number {
+    return Math.max(10, Math.min(100, this.config.batch.linger_ms / 4));
+  }
+
   private queueState: 'empty' | 'holding' | 'full' = 'empty';
 
   /** Queue gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
@@ -335,7 +339,11 @@ export class Agent {
   private tick(): void {
     // When every send slot is taken (the rate limit binds), lingering batches
     // stay open and grow instead of becoming more small requests.
-    if (!this.pipeline.saturated) this.batcher.closeExpired(this.config.batch.linger_ms);
+    if (!this.pipeline.saturated) {
+      this.batcher.closeExpired(this.config.batch.linger_ms);
+      // The end of a backlog: its last partial batch goes now, not after linger_ms.
+      this.batcher.closeDrained(this.tickMs, (ds) => this.spooler.caughtUp(ds));
+    }
     this.updateQueueMetrics();
     const now = this.clock.now();
     if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {

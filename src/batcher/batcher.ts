@@ -53,6 +53,9 @@ interface OpenBatch {
   lines: number;
   openedAt: number;
   firstAt: number;
+  /** Opened as the continuation of a batch that closed full: a backlog is being shipped. */
+  afterFull: boolean;
+  lastAppendAt: number;
 }
 
 /** Uncompressed batch buffers kept for reuse once compressed: saves a 10 MB allocation (and its GC) per batch. */
@@ -63,6 +66,8 @@ export class Batcher {
   private readonly open = new Map<string, OpenBatch>();
   private openBytesTotal = 0;
   private readonly spare: Buffer[] = [];
+  /** Data Sources whose last batch closed full (at its cap or at max_open_bytes). */
+  private readonly closedFull = new Set<string>();
 
   constructor(private readonly deps: BatcherDeps) {}
 
@@ -114,7 +119,7 @@ export class Batcher {
         linesRead++;
         if (b.len + (pos - runStart) + contentLen + 1 > cap && b.len + (pos - runStart) > 0) {
           flushRun(pos);
-          this.close(b);
+          this.close(b, true);
           b = this.batchFor(file.ds);
         }
         if (hasCr) {
@@ -130,8 +135,9 @@ export class Batcher {
       pos = next;
     }
     flushRun(to);
+    b.lastAppendAt = deps.now();
     deps.onLinesRead?.(file.ds, linesRead, to - from);
-    if (b.len >= cap) this.close(b);
+    if (b.len >= cap) this.close(b, true);
     this.enforceOpenBytes();
   }
 
@@ -145,6 +151,21 @@ export class Batcher {
   closeExpired(lingerMs: number): void {
     const now = this.deps.now();
     for (const b of [...this.open.values()]) if (now - b.openedAt >= lingerMs && b.len > 0) this.close(b);
+  }
+
+  /**
+   * The end of a backlog: close a batch that continues one closed full, once
+   * nothing was appended to it for `quietMs` and `caughtUp(ds)` says every
+   * file of its Data Source is read to its known end. Without this the last
+   * partial batch of a backlog waits a whole `linger_ms`. Batches of a steady
+   * tail never close full, so they keep lingering (one request per
+   * `linger_ms`, not one per tick: the request budget is shared).
+   */
+  closeDrained(quietMs: number, caughtUp: (ds: string) => boolean): void {
+    const now = this.deps.now();
+    for (const b of [...this.open.values()]) {
+      if (b.afterFull && b.len > 0 && now - b.lastAppendAt >= quietMs && caughtUp(b.ds)) this.close(b);
+    }
   }
 
   /** Close every open batch (shutdown, `send` at end of input). */
@@ -161,7 +182,8 @@ export class Batcher {
     let b = this.open.get(ds);
     if (!b) {
       const now = this.deps.now();
-      b = { id: this.deps.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now };
+      const afterFull = this.closedFull.delete(ds);
+      b = { id: this.deps.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now, afterFull, lastAppendAt: now };
       this.open.set(ds, b);
     }
     return b;
@@ -207,8 +229,10 @@ export class Batcher {
     this.openBytesTotal += 1;
   }
 
-  private close(b: OpenBatch): void {
+  private close(b: OpenBatch, full = false): void {
     this.open.delete(b.ds);
+    if (full) this.closedFull.add(b.ds);
+    else this.closedFull.delete(b.ds);
     this.openBytesTotal -= b.len;
     this.deps.onClose({ id: b.id, ds: b.ds, body: b.buf.subarray(0, b.len), lines: b.lines, firstAt: b.firstAt });
   }
@@ -218,7 +242,7 @@ export class Batcher {
       let largest: OpenBatch | null = null;
       for (const b of this.open.values()) if (!largest || b.len > largest.len) largest = b;
       if (!largest || largest.len === 0) return;
-      this.close(largest);
+      this.close(largest, true);
     }
   }
 

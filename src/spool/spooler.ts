@@ -94,6 +94,13 @@ export class Spooler {
     for (const t of this.tailers.values()) await t.closeFd();
   }
 
+  /** Every file of `ds` read to its known end (the batcher's end-of-backlog flush asks). */
+  caughtUp(ds: string): boolean {
+    for (const t of this.tailers.values()) {
+      if (t.ds === ds && !t.finished && (t.detached || t.lastSize > t.readOffset)) return false;
+    }
+    return true;
+  }
 
   private async run(): Promise<void> {
     while (!this.stopped) {

@@ -73,6 +73,25 @@ describe('delivery', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), [...first, ...second]);
   });
 
+  it('sends the last partial batch of a backlog without waiting linger_ms, while a trickle keeps lingering', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    // linger_ms far beyond the wait below: only the end-of-backlog rule can deliver the tail.
+    const config = configFor(dir, emu, { batch: { max_bytes: 50_000, linger_ms: 120_000 }, compression: { codec: 'none' } });
+    await writeLines(path.join(dir, 'spool', 'drip', 'a.ndjson'), jsonLines('d', 0, 3));
+    const bulk = jsonLines('b', 0, 4_000, 20); // ~240 KB: 4 full batches and a partial one
+    await writeLines(path.join(dir, 'spool', 'bulk', 'a.ndjson'), bulk);
+    const { stop } = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'bulk').length >= bulk.length, 'the whole backlog', 20_000);
+    const bulkRequests = emu.requests().filter((r) => r.name === 'bulk');
+    expect(bulkRequests.length).toBe(Math.ceil(Buffer.byteLength(bulk.join('\n') + '\n') / 50_000));
+    // The trickle's batch never closed full: it is still open (it would go at linger_ms).
+    expect(rows(emu, dir, 'drip')).toEqual([]);
+    await stop(); // a stop closes open batches and sends them
+    expectExactlyOnce(rows(emu, dir, 'drip'), jsonLines('d', 0, 3));
+    expectExactlyOnce(rows(emu, dir, 'bulk'), bulk);
+  });
+
   it('compresses with gzip when asked and declares it', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
