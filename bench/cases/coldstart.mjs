@@ -129,7 +129,10 @@ export async function coldstart() {
     summary.push([`cold start to first request <= 2 s (${opt.manyFiles} files, ${q})`, `${f0(firstMs)} ms`]);
     if (!opt.keep) rmSync(dir, { recursive: true, force: true });
   } finally {
-    rmSync(spool, { recursive: true, force: true });
-    rmSync(stateDir, { recursive: true, force: true });
+    // --keep: the spool and state stay, to start the agent on them again by hand.
+    if (!opt.keep) {
+      rmSync(spool, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   }
 }

@@ -200,6 +200,7 @@ export class Agent {
           onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
         },
       });
+      this.store.setSeenProvider((key) => this.spooler.tailers.get(key)?.seen ?? undefined);
       this.replayer = new QueueReplayer({
         queue: this.queue,
         sender: this.sender,

@@ -34,6 +34,43 @@ export async function sameContentStart(fh: FileHandle, size: number, known: Fing
   return createHash('sha1').update(buf).digest('hex') === known.fp;
 }
 
+/** The first bytes of a file, as read at once by a scan (null when it is gone or no longer that inode). */
+export interface FileHead {
+  head: Buffer;
+  mtimeMs: number;
+}
+
+export async function readHead(p: string, dev: number, ino: number): Promise<FileHead | null> {
+  const fh = await fsp.open(p, 'r').catch(() => null);
+  if (!fh) return null;
+  try {
+    const st = await fh.stat();
+    if (st.dev !== dev || st.ino !== ino) return null;
+    const head = Buffer.alloc(Math.min(st.size, FINGERPRINT_BYTES));
+    let got = 0;
+    while (got < head.length) {
+      const { bytesRead } = await fh.read(head, got, head.length - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return { head: head.subarray(0, got), mtimeMs: st.mtimeMs };
+  } catch {
+    return null;
+  } finally {
+    await fh.close();
+  }
+}
+
+export function fingerprintOf(head: Buffer): Fingerprint {
+  return { fp: createHash('sha1').update(head).digest('hex'), fpLen: head.length };
+}
+
+/** sameContentStart, on first bytes already read. */
+export function headMatches(head: Buffer, size: number, known: Fingerprint): boolean {
+  if (size < known.fpLen || head.length < known.fpLen) return false;
+  return createHash('sha1').update(head.subarray(0, known.fpLen)).digest('hex') === known.fp;
+}
+
 export function fileKey(dev: number, ino: number, gen: number): string {
   return `${dev}:${ino}:${gen}`;
 }

@@ -16,7 +16,9 @@ import chokidar, { type FSWatcher } from 'chokidar';
 import type { Batcher } from '../batcher/batcher.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
-import { fileKey, fingerprint, sameContentStart, FINGERPRINT_BYTES } from './identity.js';
+import type { Stats } from 'node:fs';
+import { mapLimit } from '../util/concurrency.js';
+import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContentStart, FINGERPRINT_BYTES, type FileHead } from './identity.js';
 import type { Router } from './routes.js';
 import { FileTailer } from './tailer.js';
 
@@ -28,6 +30,12 @@ export const READ_BUFFER_BYTES = 1024 * 1024;
  * patterns is followed through the open file.
  */
 export const FD_BUDGET = 1000;
+/**
+ * File-system calls a scan keeps going at once. One after another, a scan of
+ * 10,000 files spent most of its seconds waiting for round trips to the
+ * threadpool; the read loop waits for the scan.
+ */
+const SCAN_CONCURRENCY = 32;
 
 export interface SpoolerEvents {
   onDiscovered(ds: string, file: string): void;
@@ -69,14 +77,21 @@ export class Spooler {
   constructor(private readonly o: SpoolerOptions) {}
 
   start(): void {
-    if (this.o.watch) {
-      const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
-      this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true });
-      const poke = () => this.poke();
-      this.watcher.on('add', poke).on('change', poke).on('unlink', poke).on('error', () => undefined);
-    }
     this.scanTimer = setInterval(() => this.poke(), this.o.rescanMs);
     this.loop = this.run();
+  }
+
+  /**
+   * Watch events only mark the spool dirty. The watcher starts after the
+   * first scan: setting it up walks every file (10,000 files: ~0.6 s of the
+   * main thread), which would delay the first read; the rescan covers the gap.
+   */
+  private startWatching(): void {
+    if (!this.o.watch || this.watcher || this.stopped) return;
+    const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
+    this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true });
+    const poke = () => this.poke();
+    this.watcher.on('add', poke).on('change', poke).on('unlink', poke).on('error', () => undefined);
   }
 
   poke(): void {
@@ -106,7 +121,9 @@ export class Spooler {
     while (!this.stopped) {
       if (this.dirty) {
         this.dirty = false;
+        const first = this.firstScan;
         await this.scan();
+        if (first) this.startWatching();
       }
       const progressed = await this.readRound();
       if (!progressed && !this.dirty && !this.stopped) {
@@ -178,10 +195,24 @@ export class Spooler {
   async scan(): Promise<void> {
     this.indexKnown();
     const seen = new Set<string>();
+    const candidates: Array<{ p: string; ds: string }> = [];
     for (const p of await this.listCandidates()) {
       const ds = this.o.router.route(p);
-      if (!ds) continue;
-      const key = await this.track(p, ds);
+      if (ds) candidates.push({ p, ds });
+    }
+    // Stat every path, then read the first bytes of the files not yet
+    // tracked, SCAN_CONCURRENCY at a time; the decisions below stay in path
+    // order, one file after another.
+    const stats = await mapLimit(candidates, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
+    const heads = await mapLimit(candidates, SCAN_CONCURRENCY, async ({ p }, i) => {
+      const st = stats[i];
+      if (!st?.isFile() || this.findTailer(st.dev, st.ino) || this.verifiedAtStart(p, st)) return null;
+      return readHead(p, st.dev, st.ino);
+    });
+    for (let i = 0; i < candidates.length; i++) {
+      const st = stats[i];
+      if (!st?.isFile()) continue;
+      const key = await this.track(candidates[i]!.p, candidates[i]!.ds, st, heads[i] ?? null);
       if (key) seen.add(key);
     }
     for (const t of this.tailers.values()) {
@@ -203,11 +234,16 @@ export class Spooler {
     // open, the file is still drained through it.)
     if (found && !(await this.startsWithFingerprint(found, t.key))) found = null;
     if (found && found !== t.path) {
+      const stillMatched = this.o.router.route(found) === t.ds;
       t.path = found;
       // Journal the new path: after a kill -9 recovery re-forms this file's
       // unacknowledged batches and resumes it by path.
       const meta = this.o.store.progress.files.get(t.key)?.meta;
       if (meta) this.o.store.updateFile({ ...meta, path: found });
+      // Renamed within the patterns between the scan's listing and its
+      // stat: a rotation, not a departure. Detached, it would be finished at
+      // its end and found again by the next scan as a new file (read twice).
+      if (stillMatched) return;
     }
     if (found && !t.fh) await t.ensureOpen();
     t.detached = true;
@@ -240,21 +276,14 @@ export class Spooler {
     }
   }
 
-  private async track(p: string, ds: string): Promise<string | null> {
-    let st;
-    try {
-      st = await fsp.stat(p);
-    } catch {
-      return null;
-    }
-    if (!st.isFile()) return null;
+  private async track(p: string, ds: string, st: Stats, head: FileHead | null): Promise<string | null> {
     let existing = this.findTailer(st.dev, st.ino);
     if (existing?.finished) {
       // A finished file's descriptor is closed, so its inode can be reused:
       // the file now here is a new one (inode reuse after delete). Read it
       // from 0 as a new generation; if it was the old one renamed back, that
       // re-sends it (duplicates), which beats losing a new file.
-      return this.addFile(p, ds, st.dev, st.ino, st.size, existing.gen + 1);
+      return this.addFile(p, ds, st, head, existing.gen + 1);
     }
     if (existing?.detached) {
       // Still open, so the inode cannot have been reused: renamed back into the patterns.
@@ -272,47 +301,65 @@ export class Spooler {
       else if (changed && !(await this.startsAsKnown(existing, st.size))) await this.restartFile(existing, st.size, 'replaced');
       else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
       existing.lastSize = st.size;
+      existing.seen = [st.size, st.mtimeMs, st.ctimeMs];
       return existing.key;
     }
-    return this.addFile(p, ds, st.dev, st.ino, st.size);
+    return this.addFile(p, ds, st, head);
   }
 
-  private async addFile(p: string, ds: string, dev: number, ino: number, size: number, minGen = 0): Promise<string | null> {
-    const fh = await fsp.open(p, 'r').catch(() => null);
-    if (!fh) return null;
-    try {
-      const store = this.o.store;
-      // Known from a previous run (or earlier in this one)?
-      for (const fp of this.knownFiles(dev, ino)) {
-        const m = fp.meta;
-        if (await sameContentStart(fh, size, m)) {
-          const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
-          if (size < resume) break; // truncated while we were down: a new generation below
-          const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
-          t.lastSize = size;
-          t.lastMtimeMs = (await fh.stat()).mtimeMs;
-          this.addTailer(t);
-          if (m.path !== p) store.updateFile({ ...m, path: p });
-          return m.key;
-        }
-      }
-      let gen = minGen;
-      for (const fp of this.knownFiles(dev, ino)) gen = Math.max(gen, fp.meta.gen + 1);
-      const key = fileKey(dev, ino, gen);
-      const f = await fingerprint(fh, size);
-      const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
-      const mtimeMs = (await fh.stat()).mtimeMs;
-      store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
-      this.noteKnown(key, dev, ino);
-      const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
-      t.lastSize = size;
-      t.lastMtimeMs = mtimeMs;
-      this.addTailer(t);
-      this.o.events.onDiscovered(ds, p);
-      return key;
-    } finally {
-      await fh.close();
+  /**
+   * A known file that start-up already found again by identity (fingerprint
+   * read then), at this path and with the same size and times: no need to
+   * read its first bytes again. Only in the first scan, moments later.
+   */
+  private verifiedAtStart(p: string, st: Stats): string | null {
+    if (!this.firstScan) return null;
+    for (const fp of this.knownFiles(st.dev, st.ino)) {
+      const v = this.o.store.recovery.verified.get(fp.meta.key);
+      if (v && v.path === p && v.size === st.size && v.mtimeMs === st.mtimeMs && v.ctimeMs === st.ctimeMs) return fp.meta.key;
     }
+    return null;
+  }
+
+  private async addFile(p: string, ds: string, st: Stats, head: FileHead | null, minGen = 0): Promise<string | null> {
+    const { dev, ino, size } = st;
+    const store = this.o.store;
+    const verifiedKey = minGen === 0 ? this.verifiedAtStart(p, st) : null;
+    if (!verifiedKey) head ??= await readHead(p, dev, ino);
+    if (!verifiedKey && !head) return null;
+    // Known from a previous run (or earlier in this one)?
+    for (const fp of this.knownFiles(dev, ino)) {
+      const m = fp.meta;
+      // A finished file's inode seen again: a new file, never the old progress.
+      if (m.gen < minGen) continue;
+      if (verifiedKey ? m.key === verifiedKey : headMatches(head!.head, size, m)) {
+        const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
+        if (size < resume) break; // truncated while we were down: a new generation below
+        const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+        t.lastSize = size;
+        t.lastMtimeMs = head?.mtimeMs ?? st.mtimeMs;
+        t.seen = [st.size, st.mtimeMs, st.ctimeMs];
+        this.addTailer(t);
+        if (m.path !== p) store.updateFile({ ...m, path: p });
+        return m.key;
+      }
+    }
+    head ??= await readHead(p, dev, ino);
+    if (!head) return null;
+    let gen = minGen;
+    for (const fp of this.knownFiles(dev, ino)) gen = Math.max(gen, fp.meta.gen + 1);
+    const key = fileKey(dev, ino, gen);
+    const f = fingerprintOf(head.head);
+    const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
+    store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
+    this.noteKnown(key, dev, ino);
+    const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
+    t.lastSize = size;
+    t.lastMtimeMs = head.mtimeMs;
+    t.seen = [st.size, st.mtimeMs, st.ctimeMs];
+    this.addTailer(t);
+    this.o.events.onDiscovered(ds, p);
+    return key;
   }
 
   private async restartFile(t: FileTailer, size: number, why: 'truncated' | 'replaced'): Promise<void> {

@@ -31,6 +31,8 @@ export class FileTailer implements TrackedFileRef {
   lastGrowthAt: number;
   lastSize = 0;
   lastMtimeMs = 0;
+  /** [size, mtimeMs, ctimeMs] of the last stat taken while the file's identity held (checkpointed: SeenStat). */
+  seen: [number, number, number] | null = null;
 
   constructor(
     public key: string,

@@ -1,0 +1,110 @@
+// Races between a scan's directory listing and what it then finds on disk.
+// The spooler is driven directly (no timers, no watcher): scan() and the
+// listing are called by the test, so each interleaving is exact.
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
+import { Router } from '../../src/spool/routes.js';
+import { Spooler } from '../../src/spool/spooler.js';
+import { StateStore } from '../../src/state/store.js';
+import { systemClock } from '../../src/util/clock.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function setup() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-scan-'));
+  const spool = path.join(dir, 'spool');
+  await mkdir(path.join(spool, 'ev'), { recursive: true });
+  const store = await StateStore.open({ stateDir: path.join(dir, 'state'), now: () => Date.now(), onBackgroundError: (err) => { throw err; } });
+  cleanups.push(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const closed: ClosedBatch[] = [];
+  let id = 1;
+  const batcher = new Batcher({
+    progress: store.progress,
+    newBatchId: () => id++,
+    now: () => Date.now(),
+    maxBytes: 1 << 20,
+    maxLineBytes: 1 << 16,
+    maxOpenBytes: 1 << 22,
+    validateJson: false,
+    capFor: () => 1 << 20,
+    onClose: (b) => closed.push({ ...b, body: Buffer.from(b.body) }),
+    onDeadLetter: () => undefined,
+  });
+  const spooler = new Spooler({
+    router: new Router(spool, []),
+    store,
+    batcher,
+    clock: systemClock,
+    startAt: 'beginning',
+    onComplete: 'keep',
+    idleMs: 60_000,
+    maxLineBytes: 1 << 16,
+    rescanMs: 3_600_000,
+    waitForRoom: async () => undefined,
+    events: { onDiscovered: () => undefined, onTruncated: () => undefined, onFinished: () => undefined },
+    watch: false,
+  });
+  // The scan's listing, replaceable to freeze it at a moment.
+  const internals = spooler as unknown as { listCandidates: () => Promise<string[]>; readRound: () => Promise<boolean> };
+  const realList = internals.listCandidates.bind(spooler);
+  const readAll = async () => {
+    while (await internals.readRound());
+    batcher.closeAll();
+  };
+  return { spool, spooler, internals, realList, readAll, closed };
+}
+
+describe('scan races', () => {
+  it('a file rotated within the patterns between the listing and its stat is followed, not read again', async () => {
+    const { spool, spooler, internals, realList, readAll, closed } = await setup();
+    const live = path.join(spool, 'ev', 'app.ndjson');
+    const rotated = path.join(spool, 'ev', 'app.1.ndjson');
+    await writeFile(live, '{"n":1}\n{"n":2}\n');
+    await spooler.scan();
+    await readAll();
+    // The listing still names app.ndjson; by the time of its stat it is app.1.ndjson.
+    const stale = await realList();
+    await rename(live, rotated);
+    internals.listCandidates = async () => stale;
+    await spooler.scan();
+    const t = [...spooler.tailers.values()][0]!;
+    expect({ path: t.path, detached: t.detached }).toEqual({ path: rotated, detached: false });
+    internals.listCandidates = realList;
+    await readAll(); // a detached file would be finished here
+    await spooler.scan();
+    await readAll();
+    expect(closed.map((b) => b.body.toString()).join('')).toBe('{"n":1}\n{"n":2}\n');
+    expect(spooler.tailers.size).toBe(1);
+  });
+
+  it('a finished file whose inode is seen again becomes a new generation, never the old progress again', async () => {
+    const { spool, spooler, readAll } = await setup();
+    const live = path.join(spool, 'ev', 'app.ndjson');
+    await writeFile(live, '{"n":1}\n');
+    await spooler.scan();
+    await readAll();
+    await rename(live, `${live}.old`); // out of the patterns: read to its end, finished
+    await spooler.scan();
+    await readAll();
+    const old = [...spooler.tailers.values()][0]!;
+    expect(old.finished).toBe(true);
+    // Back in the patterns before its batch was acknowledged (or a new file
+    // under the reused inode: the two look alike once the descriptor is closed).
+    await rename(`${live}.old`, path.join(spool, 'ev', 'app.2.ndjson'));
+    await spooler.scan();
+    const keys = [...spooler.tailers.values()].map((t) => [t.key.split(':')[2], t.finished, t.readOffset]);
+    expect(keys).toEqual([
+      ['0', true, 8],
+      ['1', false, 0],
+    ]);
+  });
+});
