@@ -82,16 +82,19 @@ export class Spooler {
   }
 
   /**
-   * Watch events only mark the spool dirty. The watcher starts after the
-   * first scan: setting it up walks every file (10,000 files: ~0.6 s of the
-   * main thread), which would delay the first read; the rescan covers the gap.
+   * Watch events only mark the spool dirty. Only directories are watched: a
+   * directory's watch reports every change of the files in it (inotify), and
+   * the scan works out what changed. Watching each file cost 76 MB and 0.65 s
+   * of set-up with 10,000 files; directories only, 25 MB and 0.15 s. The
+   * watcher starts after the first scan so its set-up does not delay the
+   * first read; the rescan covers the gap.
    */
   private startWatching(): void {
     if (!this.o.watch || this.watcher || this.stopped) return;
     const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
-    this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true });
+    this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true, ignored: (_p, st) => st?.isFile() ?? false });
     const poke = () => this.poke();
-    this.watcher.on('add', poke).on('change', poke).on('unlink', poke).on('error', () => undefined);
+    this.watcher.on('raw', poke).on('addDir', poke).on('unlinkDir', poke).on('error', () => undefined);
   }
 
   poke(): void {

@@ -92,6 +92,28 @@ describe('delivery', () => {
     expectExactlyOnce(rows(emu, dir, 'bulk'), bulk);
   });
 
+  it('notices new files and appended lines through the directory watch alone (no rescan)', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, jsonLines('w', 0, 10));
+    const { stop } = await startAgent(configFor(dir, emu), { rescanMs: 3_600_000 });
+    await waitFor(() => rows(emu, dir, 'ev').length === 10, 'the first scan');
+    // The watcher starts after the first scan; appends until one is noticed.
+    let n = 10;
+    await waitFor(async () => {
+      await writeLines(file, jsonLines('w', n, 5));
+      n += 5;
+      return rows(emu, dir, 'ev').length > 10;
+    }, 'an append noticed by the watch');
+    await waitFor(() => rows(emu, dir, 'ev').length === n, 'every appended line');
+    await writeLines(path.join(dir, 'spool', 'ev', 'b.ndjson'), jsonLines('x', 0, 3));
+    await writeLines(path.join(dir, 'spool', 'other', 'c.ndjson'), jsonLines('y', 0, 2)); // a new directory too
+    await waitFor(() => rows(emu, dir, 'ev').length === n + 3 && rows(emu, dir, 'other').length === 2, 'new files noticed by the watch');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...jsonLines('w', 0, n), ...jsonLines('x', 0, 3)]);
+  });
+
   it('compresses with gzip when asked and declares it', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
