@@ -28,6 +28,8 @@ import { startSink } from './lib/sink.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const CASES = { throughput, sweep, many, coldstart, latency };
 const ALL_CASES = Object.keys(CASES);
+/** What the Dockerfile and deploy/systemd/spoolship.service set for the agent (bench/README.md, finding 14). */
+const DEPLOY_ENV = { MALLOC_MMAP_THRESHOLD_: '1048576' };
 
 // ---------- flags ----------
 function parseSize(s) {
@@ -65,8 +67,13 @@ const opt = {
   keep: has('keep'),
   corpusDir: path.resolve(flag('corpus-dir', path.join(root, 'bench/corpus'))),
   out: flag('out', null),
-  // Experiments only: extra environment for the agent, e.g. --agent-env UV_THREADPOOL_SIZE=8
-  agentEnv: Object.fromEntries(argv.flatMap((v, i) => (v === '--agent-env' ? [argv[i + 1].split(/=(.*)/s).slice(0, 2)] : []))),
+  // The environment the Docker image and the systemd unit give the agent
+  // (MALLOC_MMAP_THRESHOLD_, finding 14), unless --no-deploy-env; plus
+  // experiments: --agent-env UV_THREADPOOL_SIZE=8
+  agentEnv: {
+    ...(has('no-deploy-env') ? {} : DEPLOY_ENV),
+    ...Object.fromEntries(argv.flatMap((v, i) => (v === '--agent-env' ? [argv[i + 1].split(/=(.*)/s).slice(0, 2)] : []))),
+  },
   // Experiments only: run another build of the agent (a patched copy of dist/)
   agentDist: flag('agent-dist', null),
 };
@@ -138,8 +145,10 @@ const md =
   `Machine: ${machineDesc}; loadavg at end ${loadavg()}.\n\n` +
   `Build: ${buildDesc}.\n\n` +
   `Command: \`npm run bench -- ${argv.join(' ')}\`. Agent config: codec ${opt.codec}:${opt.level}, batch.max_bytes ${MAX_BYTES}, linger_ms ${LINGER_MS}, wait=true, ` +
-  `${Object.keys(opt.agentEnv).length ? `Agent environment (experiment): ${JSON.stringify(opt.agentEnv)}. ` : ''}${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
-  `checkpoints and the disk retry queue on (defaults). Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
+  `checkpoints and the disk retry queue on (defaults). ` +
+  `Agent environment: ${Object.keys(opt.agentEnv).length ? JSON.stringify(opt.agentEnv) : 'none added'}${has('no-deploy-env') ? ' (--no-deploy-env)' : ' (as the Dockerfile and the systemd unit set it)'}. ` +
+  `${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
+  `Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
   `MB/s = corpus bytes / wall time from process spawn to the last acknowledgement (includes start-up). CPU = utime + stime of the measured process only.\n\n` +
   (summary.length ? `| target | measured |\n|---|---:|\n${summary.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n\n` : '') +
   sections.join('\n') +

@@ -36,6 +36,8 @@ export const FD_BUDGET = 1000;
  * threadpool; the read loop waits for the scan.
  */
 const SCAN_CONCURRENCY = 32;
+/** After a scan that took t, the next one waits SCAN_GAP_FACTOR x t (see run()). */
+const SCAN_GAP_FACTOR = 4;
 
 export interface SpoolerEvents {
   onDiscovered(ds: string, file: string): void;
@@ -71,6 +73,8 @@ export class Spooler {
   private wakeLoop: (() => void) | null = null;
   private dirty = true;
   private firstScan = true;
+  /** performance.now() before which no scan starts (see run()). */
+  private nextScanAt = 0;
   private loop: Promise<void> | null = null;
   private scanTimer: NodeJS.Timeout | null = null;
 
@@ -122,21 +126,33 @@ export class Spooler {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      if (this.dirty) {
+      if (this.dirty && performance.now() >= this.nextScanAt) {
         this.dirty = false;
         const first = this.firstScan;
+        const began = performance.now();
         await this.scan();
+        // Scans take at most 1 / (1 + SCAN_GAP_FACTOR) of the time: with
+        // 10,000 files one takes ~0.15 s, and every watch event (or the
+        // rescan timer) asking for the next at once kept a core busy and
+        // the heap churning. A small spool scans in a millisecond: no gap.
+        this.nextScanAt = performance.now() + SCAN_GAP_FACTOR * (performance.now() - began);
         if (first) this.startWatching();
       }
       const progressed = await this.readRound();
-      if (!progressed && !this.dirty && !this.stopped) {
+      if (!progressed && !this.stopped) {
+        const wait = this.dirty ? this.nextScanAt - performance.now() : Infinity;
+        if (wait <= 0) continue;
+        let timer: NodeJS.Timeout | null = null;
         await new Promise<void>((resolve) => {
           this.wakeLoop = resolve;
+          if (wait !== Infinity) timer = setTimeout(resolve, wait);
         });
+        if (timer) clearTimeout(timer);
         this.wakeLoop = null;
       }
     }
   }
+
 
   /** Read one chunk from every file with unread bytes; true when anything was read. */
   private async readRound(): Promise<boolean> {
