@@ -24,7 +24,8 @@ FROM node:${NODE_VERSION}-slim AS runtime
 # on the compression threads) out of the per-thread arenas, which otherwise
 # keep ~10 MB each after use: peak RSS 177 -> 142 MB on a 1 GB backlog
 # (bench/README.md, finding 14).
-ENV NODE_ENV=production MALLOC_MMAP_THRESHOLD_=1048576
+ENV MALLOC_MMAP_THRESHOLD_=1048576
+ENV NODE_ENV=production
 WORKDIR /opt/spoolship
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
