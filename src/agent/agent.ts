@@ -82,7 +82,7 @@ export class Agent {
     private readonly deps: AgentDeps,
   ) {
     this.clock = deps.clock ?? systemClock;
-    this.metrics = createMetrics();
+    this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
   }
 
   static async start(config: Readonly<Config>, deps: AgentDeps): Promise<Agent> {
@@ -362,11 +362,15 @@ export class Agent {
         })
         .finally(() => (this.checkpointing = null));
     }
+  }
+
+  /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
+  private behindBytes(): Map<string, number> {
     const behind = new Map<string, number>();
-    for (const t of this.spooler.tailers.values()) {
+    for (const t of this.spooler?.tailers.values() ?? []) {
       behind.set(t.ds, (behind.get(t.ds) ?? 0) + Math.max(0, t.lastSize - (this.store.progress.files.get(t.key)?.committed ?? t.readOffset)));
     }
-    for (const [ds, n] of behind) this.metrics.behindBytes.set({ datasource: ds }, n);
+    return behind;
   }
 
   readiness(): Readiness {

@@ -102,9 +102,16 @@ describe('limits and metrics', () => {
       return r.status === 503 ? r : null;
     }, '/readyz 503');
     expect(down.body).toEqual({ ready: false, reasons: ['token_rejected'] });
+    // Parked: the whole file is behind (read, not committed).
+    const behind = async () => {
+      const t = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+      return metricValues(t, 'spoolship_behind_bytes').find((m) => m.labels.datasource === 'ev')?.value;
+    };
+    expect(await behind()).toBe(Buffer.byteLength(`${lines.join('\n')}\n`));
     await writeFile(tokenFile, `${emu.token}\n`);
     await waitFor(async () => (await readyz()).status === 200, '/readyz 200 again', 20_000);
     await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the fix');
+    await waitFor(async () => (await behind()) === 0, 'nothing behind once acknowledged');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
