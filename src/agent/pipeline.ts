@@ -172,11 +172,20 @@ export class Pipeline {
     metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes: the uncompressed buffer
     // goes back to the batcher, which keeps RSS flat with many batches in flight.
-    // (With codec none the "compressed" body is the same memory: keep it.)
-    if (body.buffer !== batch.body.buffer) {
-      this.o.recycle(batch.body);
-      batch.body = EMPTY;
+    // With codec none the body sent is that same memory: it goes back once
+    // the batch is delivered or on disk (dead letters copy their lines).
+    const sameMemory = body.buffer === batch.body.buffer;
+    if (!sameMemory) this.o.recycle(batch.body);
+    batch.body = EMPTY;
+    try {
+      await this.deliver(batch, body, rawLen);
+    } finally {
+      if (sameMemory) this.o.recycle(body);
     }
+  }
+
+  private async deliver(batch: ClosedBatch, body: Buffer, rawLen: number): Promise<void> {
+    const { store, codec, sender, metrics } = this.o;
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
     const canDefer = () => this.o.queue.hasRoom(body.length);
     const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS });

@@ -210,8 +210,10 @@ export class Batcher {
 
   /** Give back a closed batch's buffer once its body is no longer needed (compressed). */
   recycle(body: Buffer): void {
-    const whole = Buffer.from(body.buffer, body.byteOffset, body.buffer.byteLength - body.byteOffset);
-    if (whole.length >= this.deps.maxBytes && this.spare.length < SPARE_BUFFERS) this.spare.push(whole);
+    // Only a buffer of its own (offset 0): a small one may be a slice of
+    // Node's shared pool, whose other bytes belong to someone else.
+    if (body.byteOffset !== 0 || body.buffer.byteLength < this.deps.maxBytes || this.spare.length >= SPARE_BUFFERS) return;
+    this.spare.push(Buffer.from(body.buffer, 0, body.buffer.byteLength));
   }
 
   private copyInto(b: OpenBatch, src: Buffer, start: number, end: number, lines: number): void {

@@ -84,6 +84,24 @@ describe('limits and metrics', () => {
     expect(dead).toEqual([{ labels: { datasource: 'ev', reason: 'rejected' }, value: 2 }]);
   });
 
+  it('spoolship_behind_bytes: the whole file while its batch is in flight, 0 once acknowledged', async () => {
+    const dir = await tempDir();
+    // Each answer takes 1.5 s: the batch is read, in flight, not yet committed.
+    const emu = await startEmu(dir, { faults: [{ kind: 'slow', delay_ms: 1500 }] });
+    const lines = jsonLines('b', 0, 300);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
+    const behind = async () => {
+      const t = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+      return metricValues(t, 'spoolship_behind_bytes').find((m) => m.labels.datasource === 'ev')?.value;
+    };
+    const size = Buffer.byteLength(`${lines.join('\n')}\n`);
+    await waitFor(async () => (await behind()) === size, `${size} bytes behind while in flight`);
+    await waitFor(() => rows(emu, dir, 'ev').length === 300, 'rows');
+    await waitFor(async () => (await behind()) === 0, 'nothing behind once acknowledged');
+    await stop();
+  });
+
   it('/readyz flips to 503 on a 403 and back to 200 once the token file is fixed, with no restart and no signal', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
@@ -102,16 +120,9 @@ describe('limits and metrics', () => {
       return r.status === 503 ? r : null;
     }, '/readyz 503');
     expect(down.body).toEqual({ ready: false, reasons: ['token_rejected'] });
-    // Parked: the whole file is behind (read, not committed).
-    const behind = async () => {
-      const t = await (await fetch(`${agent.adminUrl}/metrics`)).text();
-      return metricValues(t, 'spoolship_behind_bytes').find((m) => m.labels.datasource === 'ev')?.value;
-    };
-    expect(await behind()).toBe(Buffer.byteLength(`${lines.join('\n')}\n`));
     await writeFile(tokenFile, `${emu.token}\n`);
     await waitFor(async () => (await readyz()).status === 200, '/readyz 200 again', 20_000);
     await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the fix');
-    await waitFor(async () => (await behind()) === 0, 'nothing behind once acknowledged');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
