@@ -12,7 +12,7 @@
 //   (copytruncate) or inode reuse: a new generation, read from 0.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import chokidar, { type FSWatcher } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { Batcher } from '../batcher/batcher.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
@@ -93,8 +93,10 @@ export class Spooler {
    * watcher starts after the first scan so its set-up does not delay the
    * first read; the rescan covers the gap.
    */
-  private startWatching(): void {
+  private async startWatching(): Promise<void> {
     if (!this.o.watch || this.watcher || this.stopped) return;
+    const { default: chokidar } = await import('chokidar'); // loaded once the first scan is done
+    if (this.watcher || this.stopped) return;
     const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
     this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true, ignored: (_p, st) => st?.isFile() ?? false });
     const poke = () => this.poke();
@@ -136,7 +138,7 @@ export class Spooler {
         // rescan timer) asking for the next at once kept a core busy and
         // the heap churning. A small spool scans in a millisecond: no gap.
         this.nextScanAt = performance.now() + SCAN_GAP_FACTOR * (performance.now() - began);
-        if (first) this.startWatching();
+        if (first) void this.startWatching().catch(() => undefined);
       }
       const progressed = await this.readRound();
       if (!progressed && !this.stopped) {
