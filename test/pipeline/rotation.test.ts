@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readdir, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -80,6 +80,36 @@ describe('rotation and file handling', () => {
     await waitFor(() => rows(emu, dir, 'ev').length === expected.length, 'recreated file');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+  });
+
+  it('restart: an unchanged file is trusted by its stat; one rewritten in place while down (same inode, same size) is read again from 0', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu);
+    const kept = path.join(dir, 'spool', 'ev', 'kept.ndjson');
+    const rewritten = path.join(dir, 'spool', 'ev', 'rewritten.ndjson');
+    const a = jsonLines('a', 0, 50);
+    const b = jsonLines('b', 0, 50);
+    await writeLines(kept, a);
+    await writeLines(rewritten, b);
+    const first = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    await first.stop();
+    // The checkpoint keeps each file's identity-checked stat.
+    const cp = JSON.parse(await readFile(path.join(dir, 'state', 'checkpoint.json'), 'utf8')) as { files: Array<{ path: string; seen?: number[] }> };
+    expect(cp.files.map((f) => [path.basename(f.path), f.seen?.length]).sort()).toEqual([
+      ['kept.ndjson', 3],
+      ['rewritten.ndjson', 3],
+    ]);
+    // Same inode, same size, other lines: only the first bytes tell.
+    const c = b.map((l) => l.replace('"b-', '"c-'));
+    const ino = (await stat(rewritten)).ino;
+    await writeFile(rewritten, `${c.join('\n')}\n`);
+    expect((await stat(rewritten)).ino).toBe(ino);
+    const second = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 150, 'the rewritten file again');
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...b, ...c]);
   });
 
   it('follows a symlinked path to its target', async () => {
