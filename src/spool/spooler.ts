@@ -10,13 +10,12 @@
 //   finished (partial remainder sent as a whole line);
 // - same inode, size below our offset or different first bytes: truncated
 //   (copytruncate) or inode reuse: a new generation, read from 0.
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Batcher } from '../batcher/batcher.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
-import type { Stats } from 'node:fs';
 import { mapLimit } from '../util/concurrency.js';
 import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContentStart, FINGERPRINT_BYTES, type FileHead } from './identity.js';
 import type { Router } from './routes.js';
@@ -154,7 +153,6 @@ export class Spooler {
       }
     }
   }
-
 
   /** Read one chunk from every file with unread bytes; true when anything was read. */
   private async readRound(): Promise<boolean> {
