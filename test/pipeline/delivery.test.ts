@@ -83,11 +83,14 @@ describe('delivery', () => {
     await writeLines(path.join(dir, 'spool', 'bulk', 'a.ndjson'), bulk);
     const { stop } = await startAgent(config);
     await waitFor(() => rows(emu, dir, 'bulk').length >= bulk.length, 'the whole backlog', 20_000);
-    const bulkRequests = emu.requests().filter((r) => r.name === 'bulk');
-    expect(bulkRequests.length).toBe(Math.ceil(Buffer.byteLength(bulk.join('\n') + '\n') / 50_000));
+    // The emulator records a request once it has answered, just after storing its rows.
+    const bulkRequests = () => emu.requests().filter((r) => r.name === 'bulk').length;
+    const expectedRequests = Math.ceil(Buffer.byteLength(bulk.join('\n') + '\n') / 50_000);
+    await waitFor(() => bulkRequests() === expectedRequests, `${expectedRequests} bulk requests`);
     // The trickle's batch never closed full: it is still open (it would go at linger_ms).
     expect(rows(emu, dir, 'drip')).toEqual([]);
     await stop(); // a stop closes open batches and sends them
+    expect(bulkRequests()).toBe(expectedRequests);
     expectExactlyOnce(rows(emu, dir, 'drip'), jsonLines('d', 0, 3));
     expectExactlyOnce(rows(emu, dir, 'bulk'), bulk);
   });
