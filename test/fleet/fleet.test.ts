@@ -113,11 +113,17 @@ describe('a fleet of agents on one Redis budget', () => {
     expect(elapsedMs).toBeGreaterThanOrEqual(((s.total - LIMIT) / LIMIT) * 1000);
     expect(s.busiest).toBeLessThanOrEqual(LIMIT);
     expect(s.rejected429).toBeLessThanOrEqual(2);
-    // Shared fairly: with equal backlogs, no agent finishes long before the others.
+    // Shared fairly: with equal backlogs, no agent finishes long before the
+    // others, beyond how much later it started (a file written just after
+    // start is found by the directory watch or, until that is set up, by the
+    // next rescan: up to 1 s).
     const reqs = emu!.requests();
     const span = Math.max(...reqs.map((r) => r.at)) - Math.min(...reqs.map((r) => r.at));
-    const finished = [...expected.keys()].map((ds) => Math.max(...reqs.filter((r) => r.name === ds).map((r) => r.at)));
-    expect(Math.max(...finished) - Math.min(...finished)).toBeLessThan(span * 0.2);
+    const times = (ds: string) => reqs.filter((r) => r.name === ds).map((r) => r.at);
+    const firstAt = [...expected.keys()].map((ds) => Math.min(...times(ds)));
+    const finished = [...expected.keys()].map((ds) => Math.max(...times(ds)));
+    const startSkew = Math.max(...firstAt) - Math.min(...firstAt);
+    expect(Math.max(...finished) - Math.min(...finished)).toBeLessThan(span * 0.2 + startSkew);
     for (const a of agents) {
       expect(a.logs.some((l) => l.msg.startsWith('joined the shared request budget'))).toBe(true);
       expect(a.logs.filter((l) => l.level >= 50 || /budget/.test(l.msg)).map((l) => l.msg)).toEqual([expect.stringMatching(/^joined the shared request budget/)]);
