@@ -14,7 +14,7 @@ import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Batcher } from '../batcher/batcher.js';
-import type { StateStore } from '../state/store.js';
+import { sameAsSeen, type StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import { mapLimit } from '../util/concurrency.js';
 import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContentStart, FINGERPRINT_BYTES, type FileHead } from './identity.js';
@@ -334,8 +334,7 @@ export class Spooler {
   private verifiedAtStart(p: string, st: Stats): string | null {
     if (!this.firstScan) return null;
     for (const fp of this.knownFiles(st.dev, st.ino)) {
-      const v = this.o.store.recovery.verified.get(fp.meta.key);
-      if (v && v.path === p && v.size === st.size && v.mtimeMs === st.mtimeMs && v.ctimeMs === st.ctimeMs) return fp.meta.key;
+      if (fp.meta.path === p && sameAsSeen(this.o.store.seenAtStart(fp.meta.key), st)) return fp.meta.key;
     }
     return null;
   }

@@ -55,15 +55,10 @@ export interface Recovery {
   resumeAt: Map<string, number>;
   usedPrevCheckpoint: boolean;
   tornJournal: boolean;
-  /**
-   * What start-up saw of each file it found again by identity (fingerprint
-   * checked): the spooler's first scan trusts a file whose stat is still the
-   * same instead of reading its first bytes again.
-   */
-  verified: Map<string, VerifiedStat>;
 }
 
-export interface VerifiedStat {
+/** What an identity check saw of a file. */
+interface VerifiedStat {
   path: string;
   size: number;
   mtimeMs: number;
@@ -78,6 +73,10 @@ export interface VerifiedStat {
  * instead of reading each one's first bytes.
  */
 export type SeenStat = [number, number, number];
+
+export function sameAsSeen(seen: SeenStat | undefined, st: { size: number; mtimeMs: number; ctimeMs: number }): boolean {
+  return seen !== undefined && st.size === seen[0] && st.mtimeMs === seen[1] && st.ctimeMs === seen[2];
+}
 
 /** Files checked at once during start-up. */
 const RELOCATE_CONCURRENCY = 32;
@@ -187,6 +186,16 @@ export class StateStore {
     }
   }
 
+  /**
+   * A file's last identity-checked stat as start-up left it (from the
+   * checkpoint, refreshed by relocateFiles). A file at its recorded path
+   * with exactly this stat is that file: the first scan need not read its
+   * first bytes again.
+   */
+  seenAtStart(key: string): SeenStat | undefined {
+    return this.seen.get(key);
+  }
+
   /** Where checkpoints take each file's current identity-checked stat (the spooler's tailers). */
   setSeenProvider(fn: (key: string) => SeenStat | undefined): void {
     this.seenNow = fn;
@@ -255,13 +264,12 @@ export class StateStore {
       for (const r of records) this.apply(r, doneIds);
     }
     const resumeAt = this.settle();
-    const verified = await this.relocateFiles();
+    await this.relocateFiles();
     this.recovery = {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
       resumeAt,
       usedPrevCheckpoint: usedPrev,
       tornJournal,
-      verified,
     };
     this.prevSeq = cp?.journal_seq ?? 0;
     this.seq = Math.max(0, ...seqs, cp?.journal_seq ?? 0);
@@ -280,8 +288,7 @@ export class StateStore {
    * lost) or report the file gone. Find each file again by identity (device +
    * inode + fingerprint) in its directory.
    */
-  private async relocateFiles(): Promise<Map<string, VerifiedStat>> {
-    const verified = new Map<string, VerifiedStat>();
+  private async relocateFiles(): Promise<void> {
     // Files not at their recorded path are looked up in one listing per directory, not one each.
     const listings = new Map<string, Promise<Map<string, string[]>>>();
     const inodesIn = (dir: string) => {
@@ -294,9 +301,7 @@ export class StateStore {
       if (found === null) return;
       this.seen.set(fp.meta.key, [found.size, found.mtimeMs, found.ctimeMs]);
       if (found.path !== fp.meta.path) fp.meta = { ...fp.meta, path: found.path };
-      verified.set(fp.meta.key, found);
     });
-    return verified;
   }
 
   private apply(r: JournalRecord, doneIds: Set<number>): void {
@@ -403,8 +408,7 @@ function isSeenStat(v: unknown): v is SeenStat {
 async function unchangedSince(meta: FileMeta, seen: SeenStat | undefined): Promise<VerifiedStat | null> {
   if (!seen) return null;
   const st = await fsp.stat(meta.path).catch(() => null);
-  if (!st?.isFile() || st.dev !== meta.dev || st.ino !== meta.ino) return null;
-  if (st.size !== seen[0] || st.mtimeMs !== seen[1] || st.ctimeMs !== seen[2]) return null;
+  if (!st?.isFile() || st.dev !== meta.dev || st.ino !== meta.ino || !sameAsSeen(seen, st)) return null;
   return { path: meta.path, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
 }
 
