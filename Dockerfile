@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # spoolship container image. Multi-stage: compile with the dev dependencies,
-# ship the compiled dist/ with production dependencies only.
+# ship the bundled dist/ with production dependencies only (the bundle
+# imports only the native zstd binding, ioredis and pino-pretty from them).
 #
 #   docker build -t spoolship:0.1.0 .
 #   docker run -d --name spoolship \
@@ -16,6 +17,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
 RUN npm run build
 

@@ -2,6 +2,8 @@
 // SpoolshipErrors into their exit codes. Command modules load lazily so that
 // `spoolship --version` and `check-config` do not pay for undici or zstd.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SpoolshipError } from '../errors.js';
 import type { CliIo, Command } from './command.js';
 
@@ -20,9 +22,20 @@ const COMMANDS: Record<string, Entry> = {
   clusters: { summary: 'manage dedicated clusters (list, config, rebalance, replicas)', load: async () => (await import('./commands/clusters.js')).default },
 };
 
+/** The package's version, from the nearest package.json above this module (src/cli/, or dist/ once bundled). */
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version: string };
+      if (pkg.name === 'spoolship') return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return 'unknown';
+    dir = up;
+  }
 }
 
 function mainHelp(): string {
