@@ -172,7 +172,11 @@ export class Agent {
         maxOpenBytes: c.batch.max_open_bytes,
         validateJson: c.validate === 'json',
         capFor: (ds) => this.sender.capFor(ds),
-        onClose: (b) => this.pipeline.submit(b),
+        onClose: (b) => {
+          this.pipeline.submit(b);
+          // undici loads while this first batch compresses (http-client.ts).
+          this.client.warm();
+        },
         onDeadLetter: (input, key, entry) => this.pipeline.deadLetter(input, key, entry),
         onLinesRead: (ds, lines, bytes) => {
           metrics.linesRead.inc({ datasource: ds }, lines);

@@ -1,8 +1,13 @@
 // Sends one Events API request and reports what happened as a value. It
 // never retries (the RetryPolicy is the one retry owner) and never throws for
 // an HTTP status or a network fault.
+//
+// undici (~45 ms to load on Node 20, a third of start-up) is imported when
+// the first request needs it, or earlier through warm(): the agent calls it
+// when its first batch goes to compression, so the module loads on the main
+// thread while the threadpool compresses instead of before any file is read.
 import { readFileSync } from 'node:fs';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 
 export type SendOutcome =
   | { kind: 'response'; status: number; retryAfter: string | null; rateLimitReset: string | null; body: string }
@@ -21,22 +26,42 @@ export interface EventsClientOptions {
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 export class EventsClient {
-  private readonly pool: Pool;
+  private poolP: Promise<Pool> | null = null;
+  private readonly origin: string;
   private readonly basePath: string;
+  private readonly ca: Buffer | undefined;
 
   constructor(private readonly opts: EventsClientOptions) {
     const url = new URL(opts.baseUrl);
+    this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: opts.maxConnections,
-      allowH2: opts.http2,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-      connect: opts.caFile ? { ca: readFileSync(opts.caFile) } : undefined,
-    });
+    // Read now: a missing CA file is a start-up error, not a first-request one.
+    this.ca = opts.caFile ? readFileSync(opts.caFile) : undefined;
+  }
+
+  /** Load undici and create the connection pool now, without waiting for it. */
+  warm(): void {
+    void this.pool();
+  }
+
+  private pool(): Promise<Pool> {
+    // undici is CommonJS: its exports object is the default export, both
+    // in Node's own loader and in the esbuild bundle (which has no named ones).
+    this.poolP ??= import('undici').then(
+      (m) =>
+        new (m as unknown as { default: typeof m }).default.Pool(this.origin, {
+          connections: this.opts.maxConnections,
+          allowH2: this.opts.http2,
+          headersTimeout: this.opts.timeoutMs,
+          bodyTimeout: this.opts.timeoutMs,
+          connect: this.ca ? { ca: this.ca } : undefined,
+        }),
+    );
+    return this.poolP;
   }
 
   async post(ds: string, body: Buffer, contentEncoding: string | null): Promise<SendOutcome> {
+    const pool = await this.pool();
     const query = `name=${encodeURIComponent(ds)}&wait=${this.opts.wait ? 'true' : 'false'}`;
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.opts.token()}`,
@@ -45,7 +70,7 @@ export class EventsClient {
     if (contentEncoding) headers['content-encoding'] = contentEncoding;
     const signal = AbortSignal.timeout(this.opts.timeoutMs);
     try {
-      const res = await this.pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body, signal });
+      const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body, signal });
       const text = await res.body.text();
       const h = (name: string) => {
         const v = res.headers[name];
@@ -59,10 +84,10 @@ export class EventsClient {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    if (this.poolP) await (await this.poolP).close();
   }
 
   async destroy(): Promise<void> {
-    await this.pool.destroy();
+    if (this.poolP) await (await this.poolP).destroy();
   }
 }
