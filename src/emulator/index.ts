@@ -52,7 +52,7 @@ export interface Emulator {
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   const o = resolveOptions(opts);
   const tls: TlsMaterial | null = o.tls ? await makeSelfSignedCert(o.dataDir, o.opensslPath) : null;
-  const stats = new StatsCollector();
+  const stats = new StatsCollector(o.now);
   const faults = new FaultPicker(o.faults, o.random);
   const delays = new Delays();
   const store = createRowStore(o.dataDir);

@@ -51,6 +51,8 @@ export interface EmulatorStats {
   rows: Record<string, number>;
   quarantined: Record<string, number>;
   bytes_in: number;
+  /** When rows were last stored (emulator clock, ms since the epoch); null before any. */
+  last_rows_at: number | null;
 }
 
 /** One Events API request as the emulator saw it (kept when `recordRequests` is on). */

@@ -17,8 +17,26 @@ describe('routes', () => {
       rows: { events: 3, other: 1 },
       quarantined: { events: 1 },
       bytes_in: Buffer.byteLength(body) + Buffer.byteLength(ndjson(1)) + 2,
+      last_rows_at: expect.any(Number),
     });
     expect(res.body).toEqual(emu.stats());
+  });
+
+  it('last_rows_at is the clock time of the last request that stored rows', async () => {
+    const clock = fakeClock();
+    const emu = await startEmu({ now: clock.now });
+    expect(emu.stats().last_rows_at).toBeNull();
+    clock.advance(1000);
+    await postEvents(emu, { body: ndjson(2) });
+    expect(emu.stats().last_rows_at).toBe(clock.now());
+    const stored = clock.now();
+    clock.advance(500);
+    await postEvents(emu, { token: 'bad', body: ndjson(1) });
+    await postEvents(emu, { body: '' });
+    expect(emu.stats().last_rows_at).toBe(stored);
+    clock.advance(250);
+    await postEvents(emu, { name: 'other', body: ndjson(1) });
+    expect(emu.stats().last_rows_at).toBe(stored + 750);
   });
 
   it('paths under /v0/organizations/ go to the cluster API; its null answer becomes a JSON 404', async () => {
