@@ -67,6 +67,7 @@ export async function startAgent(root, o) {
   writeConfig(cfg, { ...o, adminPort });
   const logFd = openSync(path.join(o.workDir, 'agent.log'), 'a');
   const t0 = performance.now();
+  const epoch0 = Date.now();
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), path.join(o.dist ? path.resolve(o.dist) : path.join(root, 'dist'), 'cli.js'), 'run', '-c', cfg], {
     cwd: o.workDir,
     stdio: ['ignore', logFd, logFd],
@@ -80,6 +81,7 @@ export async function startAgent(root, o) {
   const h = {
     pid: child.pid,
     t0,
+    epoch0,
     sampler: samp,
     get exited() {
       return exited;

@@ -19,6 +19,53 @@ export function readProc(pid) {
   }
 }
 
+/** CPU seconds of each thread of `pid`, by tid: the process's total hides where the time goes. */
+export function readThreads(pid) {
+  const out = new Map();
+  let tids;
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), { comm, cpuS: (Number(f[11]) + Number(f[12])) / TICKS });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/**
+ * Keeps the last reading of every thread seen (a thread that ends keeps its
+ * time) and sums them by kind: the main thread, libuv's threadpool (file
+ * reads, compression), V8's platform workers (concurrent GC and compiling),
+ * and the rest.
+ */
+export function threadTracker(pid) {
+  const last = new Map();
+  return {
+    update() {
+      for (const [tid, t] of readThreads(pid)) last.set(tid, t);
+    },
+    byKind() {
+      const k = { main: 0, pool: 0, v8: 0, other: 0 };
+      for (const [tid, t] of last) {
+        if (tid === pid) k.main += t.cpuS;
+        else if (t.comm.startsWith('libuv-worker')) k.pool += t.cpuS;
+        else if (t.comm.startsWith('V8 ')) k.v8 += t.cpuS;
+        else k.other += t.cpuS;
+      }
+      return k;
+    },
+  };
+}
+
 export function countFds(pid) {
   try {
     return readdirSync(`/proc/${pid}/fd`).length;
@@ -31,9 +78,12 @@ export function countFds(pid) {
 export function sampler(pid, { everyMs = 100, fds = false } = {}) {
   const s = { peakRssMB: 0, hwmMB: 0, cpuS: 0, userS: 0, sysS: 0, minflt: 0, peakFds: 0, samples: 0, rssTrace: [] };
   const t0 = Date.now();
+  const threads = threadTracker(pid);
   const tick = () => {
     const p = readProc(pid);
     if (!p) return;
+    threads.update();
+    s.threads = threads.byKind();
     s.samples++;
     s.peakRssMB = Math.max(s.peakRssMB, p.rssMB);
     s.hwmMB = Math.max(s.hwmMB, p.hwmMB);

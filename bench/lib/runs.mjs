@@ -6,9 +6,41 @@ import path from 'node:path';
 import { metric, startAgent } from './agent.mjs';
 import { ctx, MAX_BYTES, LINGER_MS } from './context.mjs';
 import { f0, f1, sleep } from './format.mjs';
-import { readProc } from './proc.mjs';
+import { readProc, threadTracker } from './proc.mjs';
 import { summarizeProfile } from './profile.mjs';
 import { diffTotals, sinkTotals } from './sink.mjs';
+
+/**
+ * Follows a run at the sink, the same way for the reference and the agent:
+ * polls every 5 ms until the first rows arrive, then every 50 ms, until
+ * `lines` rows have arrived. Times are ms since `epoch0` (Date.now() at the
+ * spawn); `end()` is the sink's own time of the last rows stored, so neither
+ * contestant's wall time depends on the polling or on how fast it exits.
+ */
+function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = () => true } = {}) {
+  const w = { firstMs: null, t10: null, t90: null, done: false };
+  w.finished = (async () => {
+    const deadline = Date.now() + deadlineMs;
+    for (;;) {
+      // Read once more after the process ended: the reference exits only once all its rows are in.
+      const ended = !alive();
+      if (Date.now() > deadline) throw new Error('timed out waiting for the sink');
+      const d = diffTotals(before, sinkTotals(await sink.stats()));
+      const now = Date.now() - epoch0;
+      if (w.firstMs === null && d.rows > 0) w.firstMs = now;
+      if (d.rows >= 0.1 * lines) w.t10 ??= now;
+      if (d.rows >= 0.9 * lines) w.t90 ??= now;
+      if (d.rows >= lines) {
+        w.done = true;
+        return;
+      }
+      if (ended) return;
+      await sleep(w.firstMs === null ? 5 : 50);
+    }
+  })();
+  w.end = async () => ((await sink.stats()).last_rows_at ?? Date.now()) - epoch0;
+  return w;
+}
 
 /** Run the reference in its own process; returns a result row. */
 export async function runReference(corpus, codec, level) {
@@ -16,7 +48,7 @@ export async function runReference(corpus, codec, level) {
   const sink = ctx.sink;
   const before = sinkTotals(await sink.stats());
   const sinkCpu0 = readProc(sink.pid)?.cpuS ?? 0;
-  const t0 = performance.now();
+  const epoch0 = Date.now();
   const child = spawn(
     process.execPath,
     [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines)],
@@ -26,9 +58,11 @@ export async function runReference(corpus, codec, level) {
   let hwm = 0;
   let sysS = 0;
   let minflt = 0;
+  const threads = threadTracker(child.pid);
   const poll = setInterval(() => {
     const p = readProc(child.pid);
     if (p) {
+      threads.update();
       cpuS = p.cpuS;
       sysS = p.sysS;
       minflt = p.minflt;
@@ -38,11 +72,15 @@ export async function runReference(corpus, codec, level) {
   let stdout = '';
   child.stdout.on('data', (d) => (stdout += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+  let running = true;
+  const watch = watchSink(sink, before, corpus.lines, epoch0, { alive: () => running });
   const code = await new Promise((r) => child.once('exit', r));
+  running = false;
   clearTimeout(timer);
   clearInterval(poll);
-  const wallMs = performance.now() - t0;
+  await watch.finished;
   if (code !== 0) throw new Error(`reference exited with ${code}`);
+  const wallMs = await watch.end();
   const r = JSON.parse(stdout.trim().split('\n').pop());
   const sinkD = diffTotals(before, sinkTotals(await sink.stats()));
   if (r.lines !== corpus.lines) ctx.log(`WARNING reference acknowledged ${r.lines} of ${corpus.lines} lines`);
@@ -55,13 +93,14 @@ export async function runReference(corpus, codec, level) {
     cpuS,
     sysS,
     minflt,
+    threads: threads.byKind(),
     rssMB: hwm,
     requests: sinkD.requests,
     okRequests: r.requests,
     wireBytes: r.wireBytes,
     sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
-    firstRequestMs: r.firstRequestMs,
-    steadyMBs: r.t90Ms > r.t10Ms ? (0.8 * corpus.bytes) / 1e6 / ((r.t90Ms - r.t10Ms) / 1000) : null,
+    firstRequestMs: watch.firstMs,
+    steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
   };
 }
 
@@ -90,26 +129,13 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
   // Progress is read from the sink (rows stored), not from the agent's /metrics:
   // scraping the agent 20 times a second perturbs it (prom-client's default
   // process metrics walk every open handle; see bench/README.md).
-  let firstRequestMs = null;
-  let t10 = null;
-  let t90 = null;
   let wallMs;
+  let watch;
   try {
-    const deadline = performance.now() + 900_000;
-    for (;;) {
-      if (agent.exited) throw new Error(`agent exited (${JSON.stringify(agent.exited)}); see ${dir}/agent.log`);
-      if (performance.now() > deadline) throw new Error(`timed out; see ${dir}/agent.log`);
-      const d = diffTotals(before, sinkTotals(await sink.stats()));
-      const now = performance.now() - agent.t0;
-      if (firstRequestMs === null && d.requests > 0) firstRequestMs = now;
-      if (d.rows >= 0.1 * corpus.lines) t10 ??= now;
-      if (d.rows >= 0.9 * corpus.lines) t90 ??= now;
-      if (d.rows >= corpus.lines) {
-        wallMs = now;
-        break;
-      }
-      await sleep(50);
-    }
+    watch = watchSink(sink, before, corpus.lines, agent.epoch0, { alive: () => !agent.exited });
+    await watch.finished;
+    if (!watch.done) throw new Error(`agent exited (${JSON.stringify(agent.exited)}); see ${dir}/agent.log`);
+    wallMs = await watch.end();
     // The agent records the acknowledgements a moment after the sink answered.
     await agent.waitFor((t) => metric(t, 'spoolship_lines_acked_total') >= corpus.lines, { everyMs: 100, timeoutMs: 30_000 });
   } catch (err) {
@@ -130,6 +156,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     cpuS: s.cpuS,
     sysS: s.sysS,
     minflt: s.minflt,
+    threads: s.threads,
     rssMB: s.hwmMB,
     requests: sinkD.requests,
     okRequests: metric(text, 'spoolship_requests_total', 'status="200"'),
@@ -137,8 +164,8 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     batchBytesAvg: metric(text, 'spoolship_batch_bytes_sum') / Math.max(1, metric(text, 'spoolship_batch_bytes_count')),
     sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
     peakFds: s.peakFds,
-    firstRequestMs,
-    steadyMBs: t90 > t10 ? (0.8 * corpus.bytes) / 1e6 / ((t90 - t10) / 1000) : null,
+    firstRequestMs: watch.firstMs,
+    steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
     exit: s.exit,
     rssTrace: s.rssTrace,
     dir,
@@ -156,9 +183,10 @@ export const THROUGHPUT_COLS = [
   ['MB/s', (r) => f1(r.bytes / 1e6 / (r.wallMs / 1000))],
   ['lines/s', (r) => f0(r.lines / (r.wallMs / 1000))],
   ['steady MB/s (10-90 %)', (r) => f1(r.steadyMBs)],
-  ['first request ms', (r) => f0(r.firstRequestMs)],
+  ['first rows at sink ms', (r) => f0(r.firstRequestMs)],
   ['CPU s/GB', (r) => f1(r.cpuS / (r.bytes / 1e9))],
   ['of which sys', (r) => f1(r.sysS / (r.bytes / 1e9))],
+  ['CPU s/GB main / pool / V8 / other', (r) => (r.threads ? ['main', 'pool', 'v8', 'other'].map((k) => r.threads[k] / (r.bytes / 1e9)).map((v) => v.toFixed(2)).join(' / ') : '-')],
   ['page faults /MB', (r) => f0(r.minflt / (r.bytes / 1e6))],
   ['peak RSS MB', (r) => f0(r.rssMB)],
   ['requests', (r) => f0(r.requests)],
