@@ -28,8 +28,8 @@ import { startSink } from './lib/sink.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const CASES = { throughput, sweep, many, coldstart, latency };
 const ALL_CASES = Object.keys(CASES);
-/** What the Dockerfile and deploy/systemd/spoolship.service set for the agent (bench/README.md, finding 14). */
-const DEPLOY_ENV = { MALLOC_MMAP_THRESHOLD_: '1048576' };
+/** What the Dockerfile and deploy/systemd/spoolship.service set for the agent (bench/README.md, findings 14 and 20). */
+const DEPLOY_ENV = { MALLOC_ARENA_MAX: '1', NODE_OPTIONS: '--max-semi-space-size=1' };
 
 // ---------- flags ----------
 function parseSize(s) {
@@ -68,7 +68,7 @@ const opt = {
   corpusDir: path.resolve(flag('corpus-dir', path.join(root, 'bench/corpus'))),
   out: flag('out', null),
   // The environment the Docker image and the systemd unit give the agent
-  // (MALLOC_MMAP_THRESHOLD_, finding 14), unless --no-deploy-env; plus
+  // (MALLOC_ARENA_MAX and NODE_OPTIONS, findings 14 and 20), unless --no-deploy-env; plus
   // experiments: --agent-env UV_THREADPOOL_SIZE=8
   agentEnv: {
     ...(has('no-deploy-env') ? {} : DEPLOY_ENV),

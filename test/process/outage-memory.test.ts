@@ -46,10 +46,10 @@ describe('long outage with a large backlog (process)', () => {
     const t = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });
     // Defaults for batch/limits/queue; quick attempts a few ms apart so batches move to the disk queue.
     const cfg = await writeConfig(dir, t, { retry: { initial_ms: 20, max_ms: 500 }, batch: { linger_ms: 200 } });
-    // As deployed (Dockerfile, systemd unit): glibc returns large buffers to the
-    // system. Without it, per-thread arenas keep ~10 MB each and the peak swings
-    // 160-210 MB with the machine's load (bench/README.md, finding 14).
-    const p = spawnAgent(cfg.configFile, { MALLOC_MMAP_THRESHOLD_: '1048576' });
+    // As deployed (Dockerfile, systemd unit): one glibc arena and a small young
+    // generation. Without them, per-thread arenas keep ~10 MB each and the peak
+    // swings 160-210 MB with the machine's load (bench/README.md, findings 14, 20).
+    const p = spawnAgent(cfg.configFile, { MALLOC_ARENA_MAX: '1', NODE_OPTIONS: '--max-semi-space-size=1' });
     const admin = (await p.started)!;
     const outageStart = Date.now();
     const w = new BigWriter();
