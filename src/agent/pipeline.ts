@@ -15,6 +15,7 @@ import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
+import { BodyPool } from './body-pool.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -40,6 +41,7 @@ export class Pipeline {
   stateFault: StateFault = null;
   lastAckAt: number;
   private stopping = false;
+  private readonly bodies: BodyPool;
 
   constructor(
     private readonly o: {
@@ -66,6 +68,7 @@ export class Pipeline {
     },
   ) {
     this.lastAckAt = o.clock.now();
+    this.bodies = new BodyPool(o.maxInFlight + PIPELINE_SLACK);
   }
 
   get batchesActive(): number {
@@ -174,13 +177,19 @@ export class Pipeline {
     // goes back to the batcher, which keeps RSS flat with many batches in flight.
     // With codec none the body sent is that same memory: it goes back once
     // the batch is delivered or on disk (dead letters copy their lines).
+    // A compressed body is copied into a buffer of the pipeline's own
+    // (body-pool.ts), handed back once the batch is done.
     const sameMemory = body.buffer === batch.body.buffer;
-    if (!sameMemory) this.o.recycle(batch.body);
+    if (!sameMemory) {
+      this.o.recycle(batch.body);
+      body = this.bodies.copy(body);
+    }
     batch.body = EMPTY;
     try {
       await this.deliver(batch, body, rawLen);
     } finally {
       if (sameMemory) this.o.recycle(body);
+      else this.bodies.release(body);
     }
   }
 
