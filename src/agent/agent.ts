@@ -37,6 +37,8 @@ const CHECKPOINT_EVERY_MS = 5000;
 const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
 /** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
 const STALL_LINGER_PERIODS = 10;
+/** Quiet time before the last partial batch of a backlog goes (see drainQuietMs). */
+const DRAIN_QUIET_MS = 25;
 
 export interface AgentDeps {
   log: Logger;
@@ -201,6 +203,7 @@ export class Agent {
             metrics.truncations.inc();
             log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
           },
+          onIdle: () => this.scheduleDrainCheck(),
           onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
         },
       });
@@ -324,6 +327,28 @@ export class Agent {
     return Math.max(10, Math.min(100, this.config.batch.linger_ms / 4));
   }
 
+  /**
+   * How long a Data Source must be quiet, read to its end, before the last
+   * partial batch of a backlog goes (Batcher.closeDrained). Short, so that a
+   * backlog's last request leaves ~25 ms after its last read instead of one
+   * to two ticks later; only a batch that continues one closed full
+   * qualifies, so a steady tail still lingers.
+   */
+  private get drainQuietMs(): number {
+    return Math.min(DRAIN_QUIET_MS, this.tickMs);
+  }
+
+  private drainTimer: NodeJS.Timeout | null = null;
+
+  /** The reader went idle: look for a drained backlog once it has been quiet for drainQuietMs. */
+  private scheduleDrainCheck(): void {
+    if (this.drainTimer || this.closing) return;
+    this.drainTimer = setTimeout(() => {
+      this.drainTimer = null;
+      if (!this.pipeline.saturated) this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
+    }, this.drainQuietMs);
+  }
+
   private queueState: 'empty' | 'holding' | 'full' = 'empty';
 
   /** Queue gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
@@ -347,7 +372,7 @@ export class Agent {
     if (!this.pipeline.saturated) {
       this.batcher.closeExpired(this.config.batch.linger_ms);
       // The end of a backlog: its last partial batch goes now, not after linger_ms.
-      this.batcher.closeDrained(this.tickMs, (ds) => this.spooler.caughtUp(ds));
+      this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
     }
     this.updateQueueMetrics();
     const now = this.clock.now();
@@ -515,6 +540,7 @@ export class Agent {
     await this.spooler.stop();
     this.batcher.closeAll();
     if (this.timer) clearInterval(this.timer);
+    if (this.drainTimer) clearTimeout(this.drainTimer);
     // Batches keep being sent (failing ones move to the disk queue after a
     // few quick attempts) until all are done or the timeout is near.
     await this.pipeline.drain(timeoutMs);

@@ -42,6 +42,8 @@ export interface SpoolerEvents {
   onDiscovered(ds: string, file: string): void;
   onTruncated(ds: string, file: string): void;
   onFinished(ds: string, file: string, deleted: boolean): void;
+  /** A read round found nothing to read: every file is read to its known end. */
+  onIdle?(): void;
 }
 
 export interface SpoolerOptions {
@@ -141,6 +143,7 @@ export class Spooler {
       }
       const progressed = await this.readRound();
       if (!progressed && !this.stopped) {
+        this.o.events.onIdle?.();
         const wait = this.dirty ? this.nextScanAt - performance.now() : Infinity;
         if (wait <= 0) continue;
         let timer: NodeJS.Timeout | null = null;

@@ -1,0 +1,63 @@
+// A Spooler over a temp spool with a real StateStore and Batcher, for tests
+// that drive it directly: no watcher, no periodic rescan.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
+import { Router } from '../../src/spool/routes.js';
+import { Spooler, type SpoolerEvents } from '../../src/spool/spooler.js';
+import { StateStore } from '../../src/state/store.js';
+import { systemClock } from '../../src/util/clock.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+export async function setup(events: Partial<SpoolerEvents> = {}) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-scan-'));
+  const spool = path.join(dir, 'spool');
+  await mkdir(path.join(spool, 'ev'), { recursive: true });
+  const store = await StateStore.open({ stateDir: path.join(dir, 'state'), now: () => Date.now(), onBackgroundError: (err) => { throw err; } });
+  cleanups.push(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const closed: ClosedBatch[] = [];
+  let id = 1;
+  const batcher = new Batcher({
+    progress: store.progress,
+    newBatchId: () => id++,
+    now: () => Date.now(),
+    maxBytes: 1 << 20,
+    maxLineBytes: 1 << 16,
+    maxOpenBytes: 1 << 22,
+    validateJson: false,
+    capFor: () => 1 << 20,
+    onClose: (b) => closed.push({ ...b, body: Buffer.from(b.body) }),
+    onDeadLetter: () => undefined,
+  });
+  const spooler = new Spooler({
+    router: new Router(spool, []),
+    store,
+    batcher,
+    clock: systemClock,
+    startAt: 'beginning',
+    onComplete: 'keep',
+    idleMs: 60_000,
+    maxLineBytes: 1 << 16,
+    rescanMs: 3_600_000,
+    waitForRoom: async () => undefined,
+    events: { onDiscovered: () => undefined, onTruncated: () => undefined, onFinished: () => undefined, ...events },
+    watch: false,
+  });
+  // The scan's listing, replaceable to freeze it at a moment.
+  const internals = spooler as unknown as { listCandidates: () => Promise<string[]>; readRound: () => Promise<boolean> };
+  const realList = internals.listCandidates.bind(spooler);
+  const readAll = async () => {
+    while (await internals.readRound());
+    batcher.closeAll();
+  };
+  return { spool, spooler, batcher, internals, realList, readAll, closed };
+}
