@@ -15,6 +15,10 @@ export async function throughput() {
   // otherwise reads it from disk and the second from the page cache (the
   // first round's reference spent ~1.5 s more in the kernel).
   warmPageCache(path.join(corpus.dir, corpus.ds));
+  // And warm the sink: a fresh emulator runs its first requests cold (its
+  // JIT), which slowed whichever contestant went first (the reference, by
+  // 0.5 s of sink CPU on 1 GB). One reference run, not recorded.
+  if (!opt.noReference) await runReference(corpus, opt.codec, opt.level);
   const rows = [];
   for (let round = 0; round < opt.rounds; round++) {
     log(`throughput round ${round + 1}: loadavg ${loadavg()}`);
