@@ -31,6 +31,8 @@ import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, reformBatch } from './reform.js';
 import { TokenSource } from './token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
+import { RetryStreak } from './retry-streak.js';
+import { redactUrl, statusReport } from './status.js';
 
 /** Compact the journal into the checkpoint this often. */
 const CHECKPOINT_EVERY_MS = 5000;
@@ -94,154 +96,195 @@ export class Agent {
   }
 
   private async init(): Promise<void> {
-    const { config: c, deps, clock, metrics } = this;
-    const log = deps.log;
+    const { config: c, deps } = this;
     this.lock = await acquireLock(c.state_dir);
     try {
-      this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.onJournalError(err) });
-      const rec = this.store.recovery;
-      if (rec.usedPrevCheckpoint) log.warn({ state_dir: c.state_dir }, 'checkpoint unreadable; recovered from checkpoint.json.prev');
-      if (rec.tornJournal) log.warn('journal had a torn tail (crash during a write); cut it off');
-      this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
-        metrics.deadLetterDropped.inc();
-        log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
-      });
-      await this.deadLetters.open();
-      this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
-        metrics.queueCorrupt.inc();
-        log.warn({ what }, 'retry queue: skipped a torn or corrupt record');
-      });
-      if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
-      // A kill -9 after a batch was queued durably and before its journal ack
-      // was group-committed leaves it both queued and an open intent: it is
-      // sent from the queue, so complete the intent instead of re-forming it.
-      const queued = await this.queue.batchIds();
-      if (queued.size > 0) {
-        for (const i of rec.intents) if (queued.has(i.id)) this.store.completeBatch(i.id);
-        rec.intents = rec.intents.filter((i) => !queued.has(i.id));
-      }
-
-      let baseUrl = c.api.base_url;
-      if (baseUrl === 'embedded') {
-        this.embedded = await startEmbedded(c.state_dir);
-        baseUrl = this.embedded.url;
-        this.token = await TokenSource.create(this.embedded.token, null);
-        log.info({ url: baseUrl }, 'embedded emulator started');
-      } else {
-        this.token = await TokenSource.create(c.api.token, c.api.token_file);
-      }
-      this.apiUrl = baseUrl;
-      this.token.watch(() => {
-        log.info('token file changed; retrying parked requests');
-        this.sender.wake();
-      });
-      this.client = new EventsClient(clientOptionsFrom(c, baseUrl, () => this.token.get()));
-      this.limiter = await createLimiter({
-        limits: c.limits,
-        baseUrl,
-        token: this.token.get(),
-        log,
-        onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
-      });
+      await this.openState();
+      const baseUrl = await this.connect();
       this.sender = this.createSender();
-      this.pipeline = new Pipeline({
-        store: this.store,
-        codec: createCodec(c.compression.codec, c.compression.level),
-        sender: this.sender,
-        queue: this.queue,
-        onQueued: () => {
-          this.updateQueueMetrics();
-          this.replayer.poke();
-        },
-        deadLetters: this.deadLetters,
-        metrics,
-        log,
-        clock,
-        maxInFlight: c.limits.max_in_flight,
-        recycle: (body) => this.batcher.recycle(body),
-        openBytes: () => this.batcher.openBytes,
-        maxOpenBytes: c.batch.max_open_bytes,
-        maxBatchBytes: c.batch.max_bytes,
-        onStateFault: (f) => this.onStateFault(f),
-        onFatal: (err) => this.fatal(err),
-      });
-      this.batcher = new Batcher({
-        progress: this.store.progress,
-        newBatchId: () => this.store.newBatchId(),
-        now: () => clock.now(),
-        maxBytes: c.batch.max_bytes,
-        maxLineBytes: c.spool.max_line_bytes,
-        maxOpenBytes: c.batch.max_open_bytes,
-        validateJson: c.validate === 'json',
-        capFor: (ds) => this.sender.capFor(ds),
-        onClose: (b) => {
-          this.pipeline.submit(b);
-          // undici loads while this first batch compresses (http-client.ts).
-          this.client.warm();
-        },
-        onDeadLetter: (input, key, entry) => this.pipeline.deadLetter(input, key, entry),
-        onLinesRead: (ds, lines, bytes) => {
-          metrics.linesRead.inc({ datasource: ds }, lines);
-          metrics.bytesRead.inc({ datasource: ds }, bytes);
-        },
-      });
-      this.spooler = new Spooler({
-        router: new Router(c.spool.dir, c.spool.sources),
-        store: this.store,
-        batcher: this.batcher,
-        clock,
-        startAt: c.spool.start_at,
-        onComplete: c.spool.on_complete,
-        idleMs: c.spool.idle_ms,
-        maxLineBytes: c.spool.max_line_bytes,
-        rescanMs: deps.rescanMs ?? 1000,
-        waitForRoom: () => this.pipeline.waitForRoom(),
-        watch: deps.watch ?? true,
-        events: {
-          onDiscovered: (ds, file) => log.info({ datasource: ds, file }, 'file discovered'),
-          onTruncated: (ds, file) => {
-            metrics.truncations.inc();
-            log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
-          },
-          onIdle: () => this.scheduleDrainCheck(),
-          onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
-        },
-      });
+      this.pipeline = this.createPipeline();
+      this.batcher = this.createBatcher();
+      this.spooler = this.createSpooler();
       this.store.setSeenProvider((key) => this.spooler.tailers.get(key)?.seen ?? undefined);
-      this.replayer = new QueueReplayer({
-        queue: this.queue,
-        sender: this.sender,
-        log,
-        now: () => clock.now(),
-        onChange: () => this.updateQueueMetrics(),
-        onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
-        onFatal: (err) => this.fatal(err),
-      });
+      this.replayer = this.createReplayer();
       this.updateQueueMetrics();
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
       await this.replayRecovered();
-      if (c.admin.listen !== '') {
-        this.admin = new AdminServer({ registry: metrics.registry, readiness: () => this.readiness(), status: () => this.status() });
-        try {
-          this.adminUrl = await this.admin.start(c.admin.listen);
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code ?? 'error';
-          throw new ConfigError([
-            {
-              path: 'admin.listen',
-              value: c.admin.listen,
-              why: `cannot listen there (${code}${code === 'EADDRINUSE' ? ': another process, maybe another spoolship, uses it' : ''}); choose another host:port, or "" to disable the admin endpoints`,
-            },
-          ]);
-        }
-      }
+      await this.startAdmin();
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), this.tickMs);
-      log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
+      deps.log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
       await this.releaseAfterFailedStart();
       throw err;
+    }
+  }
+
+  /** The state store (checkpoint + journal), the dead-letter store and the disk retry queue, reconciled. */
+  private async openState(): Promise<void> {
+    const { config: c, deps, clock, metrics } = this;
+    const log = deps.log;
+    this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.onJournalError(err) });
+    const rec = this.store.recovery;
+    if (rec.usedPrevCheckpoint) log.warn({ state_dir: c.state_dir }, 'checkpoint unreadable; recovered from checkpoint.json.prev');
+    if (rec.tornJournal) log.warn('journal had a torn tail (crash during a write); cut it off');
+    this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
+      metrics.deadLetterDropped.inc();
+      log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
+    });
+    await this.deadLetters.open();
+    this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
+      metrics.queueCorrupt.inc();
+      log.warn({ what }, 'retry queue: skipped a torn or corrupt record');
+    });
+    if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
+    // A kill -9 after a batch was queued durably and before its journal ack
+    // was group-committed leaves it both queued and an open intent: it is
+    // sent from the queue, so complete the intent instead of re-forming it.
+    const queued = await this.queue.batchIds();
+    if (queued.size > 0) {
+      for (const i of rec.intents) if (queued.has(i.id)) this.store.completeBatch(i.id);
+      rec.intents = rec.intents.filter((i) => !queued.has(i.id));
+    }
+  }
+
+  /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */
+  private async connect(): Promise<string> {
+    const { config: c, deps, metrics } = this;
+    const log = deps.log;
+    let baseUrl = c.api.base_url;
+    if (baseUrl === 'embedded') {
+      this.embedded = await startEmbedded(c.state_dir);
+      baseUrl = this.embedded.url;
+      this.token = await TokenSource.create(this.embedded.token, null);
+      log.info({ url: baseUrl }, 'embedded emulator started');
+    } else {
+      this.token = await TokenSource.create(c.api.token, c.api.token_file);
+    }
+    this.apiUrl = baseUrl;
+    this.token.watch(() => {
+      log.info('token file changed; retrying parked requests');
+      this.sender.wake();
+    });
+    this.client = new EventsClient(clientOptionsFrom(c, baseUrl, () => this.token.get()));
+    this.limiter = await createLimiter({
+      limits: c.limits,
+      baseUrl,
+      token: this.token.get(),
+      log,
+      onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
+    });
+    return baseUrl;
+  }
+
+  private createPipeline(): Pipeline {
+    const { config: c, deps, clock, metrics } = this;
+    const log = deps.log;
+    return new Pipeline({
+      store: this.store,
+      codec: createCodec(c.compression.codec, c.compression.level),
+      sender: this.sender,
+      queue: this.queue,
+      onQueued: () => {
+        this.updateQueueMetrics();
+        this.replayer.poke();
+      },
+      deadLetters: this.deadLetters,
+      metrics,
+      log,
+      clock,
+      maxInFlight: c.limits.max_in_flight,
+      recycle: (body) => this.batcher.recycle(body),
+      openBytes: () => this.batcher.openBytes,
+      maxOpenBytes: c.batch.max_open_bytes,
+      maxBatchBytes: c.batch.max_bytes,
+      onStateFault: (f) => this.onStateFault(f),
+      onFatal: (err) => this.fatal(err),
+    });
+  }
+
+  private createBatcher(): Batcher {
+    const { config: c, clock, metrics } = this;
+    return new Batcher({
+      progress: this.store.progress,
+      newBatchId: () => this.store.newBatchId(),
+      now: () => clock.now(),
+      maxBytes: c.batch.max_bytes,
+      maxLineBytes: c.spool.max_line_bytes,
+      maxOpenBytes: c.batch.max_open_bytes,
+      validateJson: c.validate === 'json',
+      capFor: (ds) => this.sender.capFor(ds),
+      onClose: (b) => {
+        this.pipeline.submit(b);
+        // undici loads while this first batch compresses (http-client.ts).
+        this.client.warm();
+      },
+      onDeadLetter: (input, key, entry) => this.pipeline.deadLetter(input, key, entry),
+      onLinesRead: (ds, lines, bytes) => {
+        metrics.linesRead.inc({ datasource: ds }, lines);
+        metrics.bytesRead.inc({ datasource: ds }, bytes);
+      },
+    });
+  }
+
+  private createSpooler(): Spooler {
+    const { config: c, deps, clock, metrics } = this;
+    const log = deps.log;
+    return new Spooler({
+      router: new Router(c.spool.dir, c.spool.sources),
+      store: this.store,
+      batcher: this.batcher,
+      clock,
+      startAt: c.spool.start_at,
+      onComplete: c.spool.on_complete,
+      idleMs: c.spool.idle_ms,
+      maxLineBytes: c.spool.max_line_bytes,
+      rescanMs: deps.rescanMs ?? 1000,
+      waitForRoom: () => this.pipeline.waitForRoom(),
+      watch: deps.watch ?? true,
+      events: {
+        onDiscovered: (ds, file) => log.info({ datasource: ds, file }, 'file discovered'),
+        onTruncated: (ds, file) => {
+          metrics.truncations.inc();
+          log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
+        },
+        onIdle: () => this.scheduleDrainCheck(),
+        onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
+      },
+    });
+  }
+
+  private createReplayer(): QueueReplayer {
+    const { deps, clock, metrics } = this;
+    const log = deps.log;
+    return new QueueReplayer({
+      queue: this.queue,
+      sender: this.sender,
+      log,
+      now: () => clock.now(),
+      onChange: () => this.updateQueueMetrics(),
+      onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
+      onFatal: (err) => this.fatal(err),
+    });
+  }
+
+  /** /metrics, /healthz, /readyz and /status on admin.listen ("" = none); a taken address is a config error. */
+  private async startAdmin(): Promise<void> {
+    const { config: c, metrics } = this;
+    if (c.admin.listen === '') return;
+    this.admin = new AdminServer({ registry: metrics.registry, readiness: () => this.readiness(), status: () => this.status() });
+    try {
+      this.adminUrl = await this.admin.start(c.admin.listen);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      throw new ConfigError([
+        {
+          path: 'admin.listen',
+          value: c.admin.listen,
+          why: `cannot listen there (${code}${code === 'EADDRINUSE' ? ': another process, maybe another spoolship, uses it' : ''}); choose another host:port, or "" to disable the admin endpoints`,
+        },
+      ]);
     }
   }
 
@@ -416,57 +459,23 @@ export class Agent {
 
   /** The body of /status and of `spoolship status --json`: the StatusReport of src/status/report.ts. */
   status(): unknown {
-    const files = [...this.spooler.tailers.values()].map((t) => {
-      const committed = this.store.progress.files.get(t.key)?.committed ?? t.readOffset;
-      return { ds: t.ds, path: t.path, size: t.lastSize, read: t.readOffset, committed, behind: Math.max(0, t.lastSize - committed) };
-    });
-    const linesRead = this.metricByDataSource(this.metrics.linesRead);
-    const linesAcked = this.metricByDataSource(this.metrics.linesAcked);
-    const parkedDs = new Set(this.sender.parkedDataSources());
-    const budgetPark = this.sender.budgetPark.reason;
-    const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs, ...this.lastError.keys()]);
-    const datasources = [...names].sort().map((ds) => {
-      const own = files.filter((f) => f.ds === ds).map(({ ds: _ds, ...f }) => f);
-      return {
-        datasource: ds,
-        lines_read: linesRead.get(ds) ?? 0,
-        lines_acked: linesAcked.get(ds) ?? 0,
-        bytes_read: own.reduce((n, f) => n + f.read, 0),
-        bytes_committed: own.reduce((n, f) => n + f.committed, 0),
-        bytes_behind: own.reduce((n, f) => n + f.behind, 0),
-        last_error: this.lastError.get(ds) ?? null,
-        parked: parkedDs.has(ds) ? 'bad_request' : budgetPark,
-        files: own,
-      };
-    });
-    const ready = this.readiness();
-    return {
-      version: 1,
-      source: 'agent',
-      generated_at: new Date(this.clock.now()).toISOString(),
-      state_dir: this.config.state_dir,
-      agent: { running: true, pid: process.pid, admin_url: this.adminUrl, admin_error: null, api: redactUrl(this.apiUrl), ready: ready.ready, reasons: ready.reasons },
+    return statusReport({
+      tailers: this.spooler.tailers.values(),
+      committedOf: (key) => this.store.progress.files.get(key)?.committed,
+      linesRead: this.metrics.linesRead,
+      linesAcked: this.metrics.linesAcked,
+      parkedDataSources: this.sender.parkedDataSources(),
+      budgetPark: this.sender.budgetPark.reason,
+      lastError: this.lastError,
+      readiness: this.readiness(),
+      now: this.clock.now(),
+      stateDir: this.config.state_dir,
+      adminUrl: this.adminUrl,
+      apiUrl: this.apiUrl,
       queue: { batches: this.queue.batches, bytes: this.queue.bytes },
-      batches_active: this.pipeline.batchesActive,
-      in_flight: this.sender.requestsInFlight,
-      datasources,
-    };
-  }
-
-  /**
-   * A prom-client counter's values summed per `datasource` label. prom-client
-   * 15's `get()` is async while /status is answered synchronously, so this
-   * reads the counter's per-label-set values directly (prom-client is pinned;
-   * test/ops/status.test.ts checks the numbers against the lines sent).
-   */
-  private metricByDataSource(metric: object): Map<string, number> {
-    const sets = (metric as { hashMap?: Record<string, { labels?: Record<string, string>; value?: number }> }).hashMap ?? {};
-    const out = new Map<string, number>();
-    for (const { labels, value } of Object.values(sets)) {
-      const ds = labels?.datasource ?? '';
-      out.set(ds, (out.get(ds) ?? 0) + (value ?? 0));
-    }
-    return out;
+      batchesActive: this.pipeline.batchesActive,
+      inFlight: this.sender.requestsInFlight,
+    });
   }
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */
@@ -586,36 +595,5 @@ async function finishesWithin(p: Promise<unknown>, ms: number): Promise<boolean>
     return await Promise.race([p.then(() => true), timeout]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** Retries are logged once per streak (WARN at its start, INFO when an ack ends it), never per request. */
-class RetryStreak {
-  private count = 0;
-  private readonly reasons = new Map<string, number>();
-
-  constructor(private readonly log: () => Logger) {}
-
-  retry(reason: string, ds: string): void {
-    if (this.count === 0) this.log().warn({ reason, datasource: ds }, 'retrying: requests are failing; batches are kept and resent with the same bytes');
-    this.count++;
-    this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + 1);
-  }
-
-  success(): void {
-    if (this.count === 0) return;
-    this.log().info({ retries: this.count, by_reason: Object.fromEntries(this.reasons) }, 'requests succeed again; retry streak over');
-    this.count = 0;
-    this.reasons.clear();
-  }
-}
-
-function redactUrl(u: string): string {
-  try {
-    const url = new URL(u);
-    if (url.password) url.password = '***';
-    return url.toString().replace(/\/$/, '');
-  } catch {
-    return u;
   }
 }
