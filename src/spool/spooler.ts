@@ -20,6 +20,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContentStart, FINGERPRINT_BYTES, type FileHead } from './identity.js';
 import type { Router } from './routes.js';
 import { FileTailer } from './tailer.js';
+import { findByInode, listFiles } from './walk.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
 /**
@@ -502,42 +503,7 @@ export class Spooler {
     return false;
   }
 
-  private async listCandidates(): Promise<string[]> {
-    const out = new Set<string>();
-    for (const root of this.o.router.walkRoots()) await walk(path.normalize(root.dir), root.depth, out);
-    return [...out].sort();
+  private listCandidates(): Promise<string[]> {
+    return listFiles(this.o.router.walkRoots());
   }
-}
-
-async function walk(dir: string, depth: number, out: Set<string>): Promise<void> {
-  if (depth <= 0) return;
-  let entries;
-  try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
-  } catch {
-    return;
-  }
-  // `dir` is normalized (a normalized root, then names): concatenating is
-  // path.join without its normalizing garbage (10,000 paths per scan).
-  const base = dir.endsWith(path.sep) ? dir : dir + path.sep;
-  for (const e of entries) {
-    const p = base + e.name;
-    if (e.isDirectory()) await walk(p, depth - 1, out);
-    else if (e.isFile() || e.isSymbolicLink()) out.add(p);
-  }
-}
-
-async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch {
-    return null;
-  }
-  for (const n of names) {
-    const p = path.join(dir, n);
-    const st = await fsp.stat(p).catch(() => null);
-    if (st && st.dev === dev && st.ino === ino) return p;
-  }
-  return null;
 }
