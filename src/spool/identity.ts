@@ -13,8 +13,8 @@ export interface Fingerprint {
   fpLen: number;
 }
 
-export async function fingerprint(fh: FileHandle, size: number): Promise<Fingerprint> {
-  const len = Math.min(size, FINGERPRINT_BYTES);
+/** The first `len` bytes of an open file (fewer when it is shorter). */
+async function readFirst(fh: FileHandle, len: number): Promise<Buffer> {
   const buf = Buffer.alloc(len);
   let got = 0;
   while (got < len) {
@@ -22,16 +22,21 @@ export async function fingerprint(fh: FileHandle, size: number): Promise<Fingerp
     if (bytesRead === 0) break;
     got += bytesRead;
   }
-  return { fp: createHash('sha1').update(buf.subarray(0, got)).digest('hex'), fpLen: got };
+  return buf.subarray(0, got);
+}
+
+export function fingerprintOf(head: Buffer): Fingerprint {
+  return { fp: createHash('sha1').update(head).digest('hex'), fpLen: head.length };
+}
+
+export async function fingerprint(fh: FileHandle, size: number): Promise<Fingerprint> {
+  return fingerprintOf(await readFirst(fh, Math.min(size, FINGERPRINT_BYTES)));
 }
 
 /** Does the file still start with the bytes we fingerprinted? */
 export async function sameContentStart(fh: FileHandle, size: number, known: Fingerprint): Promise<boolean> {
   if (size < known.fpLen) return false;
-  const buf = Buffer.alloc(known.fpLen);
-  const { bytesRead } = await fh.read(buf, 0, known.fpLen, 0);
-  if (bytesRead < known.fpLen) return false;
-  return createHash('sha1').update(buf).digest('hex') === known.fp;
+  return headMatches(await readFirst(fh, known.fpLen), size, known);
 }
 
 /** The first bytes of a file, as read at once by a scan (null when it is gone or no longer that inode). */
@@ -46,14 +51,7 @@ export async function readHead(p: string, dev: number, ino: number): Promise<Fil
   try {
     const st = await fh.stat();
     if (st.dev !== dev || st.ino !== ino) return null;
-    const head = Buffer.alloc(Math.min(st.size, FINGERPRINT_BYTES));
-    let got = 0;
-    while (got < head.length) {
-      const { bytesRead } = await fh.read(head, got, head.length - got, got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return { head: head.subarray(0, got), mtimeMs: st.mtimeMs };
+    return { head: await readFirst(fh, Math.min(st.size, FINGERPRINT_BYTES)), mtimeMs: st.mtimeMs };
   } catch {
     return null;
   } finally {
@@ -61,14 +59,10 @@ export async function readHead(p: string, dev: number, ino: number): Promise<Fil
   }
 }
 
-export function fingerprintOf(head: Buffer): Fingerprint {
-  return { fp: createHash('sha1').update(head).digest('hex'), fpLen: head.length };
-}
-
 /** sameContentStart, on first bytes already read. */
 export function headMatches(head: Buffer, size: number, known: Fingerprint): boolean {
   if (size < known.fpLen || head.length < known.fpLen) return false;
-  return createHash('sha1').update(head.subarray(0, known.fpLen)).digest('hex') === known.fp;
+  return fingerprintOf(head.subarray(0, known.fpLen)).fp === known.fp;
 }
 
 export function fileKey(dev: number, ino: number, gen: number): string {
