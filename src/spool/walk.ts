@@ -1,7 +1,8 @@
-// Listing the spool: the files under the scan's roots, and a file by its
-// inode (a rotated file looked for in its directory).
+// Listing the spool: the files under the scan's roots, and the files of a
+// directory by inode (a rotated file looked for where it was).
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { mapLimit } from '../util/concurrency.js';
 
 /** Every file (or symlink) under each root, down to its depth, sorted. */
 export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<string[]> {
@@ -28,18 +29,28 @@ async function walk(dir: string, depth: number, out: Set<string>): Promise<void>
   }
 }
 
-/** The path in `dir` of the file with this dev and inode, if any. */
-export async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch {
-    return null;
-  }
-  for (const n of names) {
+/** Files checked at once when a directory is listed by inode. */
+const STAT_CONCURRENCY = 32;
+
+/** dev:ino -> paths, of the files in a directory (empty when it cannot be read). */
+export async function listInodes(dir: string): Promise<Map<string, string[]>> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  const out = new Map<string, string[]>();
+  await mapLimit(names, STAT_CONCURRENCY, async (n) => {
     const p = path.join(dir, n);
     const st = await fsp.stat(p).catch(() => null);
-    if (st && st.dev === dev && st.ino === ino) return p;
-  }
-  return null;
+    if (!st) return;
+    const id = `${st.dev}:${st.ino}`;
+    const paths = out.get(id);
+    if (paths) paths.push(p);
+    else out.set(id, [p]);
+  });
+  // Hard links: in name order, whatever order the stats finished in.
+  for (const paths of out.values()) paths.sort();
+  return out;
+}
+
+/** The path in `dir` of the file with this dev and inode, if any. */
+export async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
+  return (await listInodes(dir)).get(`${dev}:${ino}`)?.[0] ?? null;
 }

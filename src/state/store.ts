@@ -16,6 +16,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { FatalIoError } from '../errors.js';
 import { sameContentStart } from '../spool/identity.js';
+import { listInodes } from '../spool/walk.js';
 import { mapLimit } from '../util/concurrency.js';
 import { atomicWrite } from '../util/fsx.js';
 import {
@@ -410,20 +411,6 @@ async function unchangedSince(meta: FileMeta, seen: SeenStat | undefined): Promi
   const st = await fsp.stat(meta.path).catch(() => null);
   if (!st?.isFile() || st.dev !== meta.dev || st.ino !== meta.ino || !sameAsSeen(seen, st)) return null;
   return { path: meta.path, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
-}
-
-/** dev:ino -> paths, of the files in a directory. */
-async function listInodes(dir: string): Promise<Map<string, string[]>> {
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  const out = new Map<string, string[]>();
-  await mapLimit(names, RELOCATE_CONCURRENCY, async (n) => {
-    const p = path.join(dir, n);
-    const st = await fsp.stat(p).catch(() => null);
-    if (!st) return;
-    const id = `${st.dev}:${st.ino}`;
-    out.set(id, [...(out.get(id) ?? []), p]);
-  });
-  return out;
 }
 
 /** locateByIdentity, with what the check saw of the file. */
