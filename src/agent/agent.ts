@@ -8,7 +8,7 @@
 // checkpoint, release the lock.
 import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
-import { createCodec } from '../codec/index.js';
+import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
@@ -78,6 +78,8 @@ export class Agent {
   private journalRetry: NodeJS.Timeout | null = null;
   private checkpointFault: StateFault = null;
   private readonly clock: Clock;
+  /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
+  private readonly codec: Codec;
   private readonly lastError = new Map<string, string>();
   private readonly streak = new RetryStreak(() => this.deps.log);
 
@@ -86,6 +88,7 @@ export class Agent {
     private readonly deps: AgentDeps,
   ) {
     this.clock = deps.clock ?? systemClock;
+    this.codec = createCodec(config.compression.codec, config.compression.level);
     this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
   }
 
@@ -183,7 +186,7 @@ export class Agent {
     const log = deps.log;
     return new Pipeline({
       store: this.store,
-      codec: createCodec(c.compression.codec, c.compression.level),
+      codec: this.codec,
       sender: this.sender,
       queue: this.queue,
       onQueued: () => {
@@ -293,7 +296,7 @@ export class Agent {
     const log = deps.log;
     return new Sender({
       client: this.client,
-      codec: createCodec(c.compression.codec, c.compression.level),
+      codec: this.codec,
       limiter: this.limiter,
       clock: this.clock,
       random: deps.random ?? Math.random,

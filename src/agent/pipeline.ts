@@ -173,12 +173,11 @@ export class Pipeline {
     }
     const rawLen = batch.body.length;
     metrics.batchBytes.observe(rawLen);
-    // From here on the batch is its compressed bytes: the uncompressed buffer
-    // goes back to the batcher, which keeps RSS flat with many batches in flight.
-    // With codec none the body sent is that same memory: it goes back once
-    // the batch is delivered or on disk (dead letters copy their lines).
-    // A compressed body is copied into a buffer of the pipeline's own
-    // (body-pool.ts), handed back once the batch is done.
+    // From here on the batch is its compressed bytes, in a buffer of the
+    // pipeline's own (body-pool.ts), and the uncompressed buffer goes back to
+    // the batcher: RSS stays flat with many batches in flight. With codec none
+    // the body sent is the batch's own memory: it goes back to the batcher
+    // once the batch is delivered or on disk (dead letters copy their lines).
     const sameMemory = body.buffer === batch.body.buffer;
     if (!sameMemory) {
       this.o.recycle(batch.body);

@@ -10,6 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
+import type { SeenStat } from '../state/store.js';
 
 interface Skipping {
   start: number;
@@ -32,7 +33,7 @@ export class FileTailer implements TrackedFileRef {
   lastSize = 0;
   lastMtimeMs = 0;
   /** [size, mtimeMs, ctimeMs] of the last stat taken while the file's identity held (checkpointed: SeenStat). */
-  seen: [number, number, number] | null = null;
+  seen: SeenStat | null = null;
 
   constructor(
     public key: string,
