@@ -126,4 +126,21 @@ describe('delivery', () => {
     await stop();
     expect(emu.requests().every((r) => r.contentEncoding === 'gzip')).toBe(true);
   });
+
+  it('retries through the pipeline are byte-identical: partially stored batches are completed by the dedup, never stored twice', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    // Every third request stores half its rows and answers 500: only a retry
+    // with the very same bytes gets the other half and nothing twice. Many
+    // small zstd batches in flight at once share the pipeline's body buffers.
+    emu.setFaults([{ kind: 'partial', status: 500, every: 3 }]);
+    const config = configFor(dir, emu, { batch: { max_bytes: 20_000 }, limits: { max_in_flight: 8 } });
+    const lines = jsonLines('r', 0, 6000, 20);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { stop } = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= lines.length, 'all rows');
+    await stop();
+    expect(emu.requests().filter((r) => r.outcome === 500).length).toBeGreaterThan(5);
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
 });
