@@ -90,6 +90,7 @@ export class Agent {
     this.clock = deps.clock ?? systemClock;
     this.codec = createCodec(config.compression.codec, config.compression.level);
     this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
+    this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
   }
 
   static async start(config: Readonly<Config>, deps: AgentDeps): Promise<Agent> {
@@ -302,27 +303,35 @@ export class Agent {
       random: deps.random ?? Math.random,
       ...senderSettingsFrom(c),
       hooks: {
-        onRequest: (ds, status, seconds, wireBytes) => {
+        onRequest: (ds, status, seconds, wireBytes, outcome) => {
           metrics.requests.inc({ datasource: ds, status: String(status) });
           metrics.requestDuration.observe(seconds);
           metrics.bytesSent.inc({ datasource: ds }, wireBytes);
-          if (status === 'error' || (typeof status === 'number' && status >= 400)) this.lastError.set(ds, `HTTP ${status}`);
+          if (outcome.kind === 'error') this.lastError.set(ds, `${outcome.code}: ${outcome.message}`);
+          else if (outcome.status >= 300) this.lastError.set(ds, `HTTP ${outcome.status}${outcome.location ? ` to ${outcome.location}` : ''}`);
         },
         onRetry: (reason, ds) => {
           metrics.retries.inc({ reason });
           this.streak.retry(reason, ds);
         },
-        onAck: (ds, lines) => {
+        onAck: (ds, lines, _raw, quarantined) => {
           metrics.linesAcked.inc({ datasource: ds }, lines);
+          if (quarantined > 0) metrics.rowsQuarantined.inc({ datasource: ds }, quarantined);
           this.lastError.delete(ds);
           this.streak.success();
         },
-        onParkChange: (scope, reason, previous) => {
+        onOddAnswer: (what, ds, detail) => this.streak.oddAnswer(what, ds, detail),
+        onLearnedLimit: (bytes) => {
+          metrics.learnedMaxBodyBytes.set(bytes);
+          if (bytes >= c.batch.max_bytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
+          else log.warn({ event: 'learned_max_body', bytes, max_bytes: c.batch.max_bytes }, 'the API refused a body as too large (413): batches are cut to this size for now');
+        },
+        onParkChange: (scope, reason, previous, detail) => {
           if (previous) metrics.parked.set({ reason: previous }, 0);
           if (reason) metrics.parked.set({ reason }, 1);
           const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
-          if (reason) log.error({ ...where, reason }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
-          else log.info({ ...where, previous }, 'unparked: sending again');
+          if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
+          else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
         },
         deadLetterLines: (root, part, raw, reason, status) => this.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status),
       },

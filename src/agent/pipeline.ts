@@ -185,18 +185,18 @@ export class Pipeline {
     }
     batch.body = EMPTY;
     try {
-      await this.deliver(batch, body, rawLen);
+      await this.deliver(batch, body, rawLen, !recovered);
     } finally {
       if (sameMemory) this.o.recycle(body);
       else this.bodies.release(body);
     }
   }
 
-  private async deliver(batch: ClosedBatch, body: Buffer, rawLen: number): Promise<void> {
+  private async deliver(batch: ClosedBatch, body: Buffer, rawLen: number, neverSent: boolean): Promise<void> {
     const { store, codec, sender, metrics } = this.o;
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
     const canDefer = () => this.o.queue.hasRoom(body.length);
-    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS });
+    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent });
     if (result === 'done') {
       await this.withStateRetry(async () => void store.completeBatch(batch.id));
       this.lastAckAt = this.o.clock.now();

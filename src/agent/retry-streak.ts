@@ -6,18 +6,33 @@ import type { Logger } from '../log.js';
 export class RetryStreak {
   private count = 0;
   private readonly reasons = new Map<string, number>();
+  /** Odd answers already warned about: an ignored Retry-After once per streak, odd acknowledgements once per run. */
+  private readonly warned = new Set<string>();
 
   constructor(private readonly log: () => Logger) {}
 
   retry(reason: string, ds: string): void {
-    if (this.count === 0) this.log().warn({ reason, datasource: ds }, 'retrying: requests are failing; batches are kept and resent with the same bytes');
+    if (this.count === 0) this.log().warn({ event: 'retrying', reason, datasource: ds }, 'retrying: requests are failing; batches are kept and resent with the same bytes');
     this.count++;
     this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + 1);
   }
 
+  /** An answer worth one WARN: a Retry-After that was ignored, an empty 2xx body, a 202 while waiting. */
+  oddAnswer(what: string, ds: string, detail: string | null): void {
+    if (this.warned.has(what)) return;
+    this.warned.add(what);
+    const why: Record<string, string> = {
+      ignored_wait: 'a 429 asked for a wait outside 0-900 s, in the past or unparseable: ignored, backing off instead',
+      empty_body: 'an acknowledgement came with an empty body (the Events API answers with row counts); taken as acknowledged',
+      accepted_under_wait: 'the API answered 202 although api.wait is true; taken as acknowledged',
+    };
+    this.log().warn({ event: `odd_answer_${what}`, datasource: ds, detail }, why[what] ?? what);
+  }
+
   success(): void {
+    this.warned.delete('ignored_wait');
     if (this.count === 0) return;
-    this.log().info({ retries: this.count, by_reason: Object.fromEntries(this.reasons) }, 'requests succeed again; retry streak over');
+    this.log().info({ event: 'retry_streak_over', retries: this.count, by_reason: Object.fromEntries(this.reasons) }, 'requests succeed again; retry streak over');
     this.count = 0;
     this.reasons.clear();
   }

@@ -8,6 +8,9 @@ export interface MetricsSources {
   behindBytes?: () => Map<string, number>;
 }
 
+/** Every reason spoolship_parked reports, each present (0) from the start. */
+export const PARK_REASONS = ['token_rejected', 'workspace_not_found', 'bad_request', 'datasource_rejected', 'unexpected_response', 'disk_full', 'state_dir_unwritable'] as const;
+
 export function createMetrics(sources: MetricsSources = {}) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
@@ -78,8 +81,19 @@ export function createMetrics(sources: MetricsSources = {}) {
       registers: reg,
     }),
     deadLetterDropped: new client.Counter({ name: 'spoolship_dead_letter_dropped_total', help: 'Dead letters dropped because the store was full', registers: reg }),
+    rowsQuarantined: new client.Counter({
+      name: 'spoolship_rows_quarantined_total',
+      help: 'Rows the platform stored in <datasource>_quarantine (quarantined_rows of acknowledged answers)',
+      labelNames: ['datasource'],
+      registers: reg,
+    }),
+    learnedMaxBodyBytes: new client.Gauge({
+      name: 'spoolship_learned_max_body_bytes',
+      help: 'Largest uncompressed request body sent: batch.max_bytes, or lower after a 413 (grows back 10 % per 5 minutes)',
+      registers: reg,
+    }),
   };
-  for (const reason of ['token_rejected', 'workspace_not_found', 'bad_request', 'disk_full', 'state_dir_unwritable']) m.parked.set({ reason }, 0);
+  for (const reason of PARK_REASONS) m.parked.set({ reason }, 0);
   m.limiterFallback.set(0);
   m.queueBytes.set(0);
   m.queueBatches.set(0);

@@ -96,7 +96,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
             ? reason === 'token_rejected'
               ? 'the API rejected the token (401/403); check api.token / SPOOLSHIP_TOKEN'
               : 'the API answered 404: the token belongs to another region; set api.base_url to its host'
-            : `the API rejected the request itself (400 on both halves): check the Data Source name ${JSON.stringify(o.datasource)}`;
+            : reason === 'unexpected_response'
+              ? `the API's answer is not the Events API's (a redirect, an unexpected 4xx or a non-JSON 2xx); check api.base_url`
+              : `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(o.datasource)} or the token's scope); nothing was dead-lettered`;
         sender.stop();
       },
       deadLetterLines: async (_root, part, raw, reason, status) => {
@@ -119,7 +121,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   const deliver = async (b: ClosedBatch) => {
     if (b.lines === 0) return;
     const body = await codec.compress(b.body);
-    await sender.deliver({ id: b.id, ds: b.ds, body, encoding: codec.contentEncoding, rawLen: b.body.length, lines: b.lines });
+    await sender.deliver({ id: b.id, ds: b.ds, body, encoding: codec.contentEncoding, rawLen: b.body.length, lines: b.lines }, { neverSent: true });
   };
   const progress = new Progress();
   let nextId = 1;

@@ -17,10 +17,11 @@ export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: (
   };
 }
 
-export function senderSettingsFrom(c: Readonly<Config>): Pick<SenderOptions, 'backoff' | 'http2' | 'maxInFlight' | 'maxBytes'> {
+export function senderSettingsFrom(c: Readonly<Config>): Pick<SenderOptions, 'backoff' | 'http2' | 'wait' | 'maxInFlight' | 'maxBytes'> {
   return {
     backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
     http2: c.api.http2,
+    wait: c.api.wait,
     maxInFlight: c.limits.max_in_flight,
     maxBytes: c.batch.max_bytes,
   };

@@ -10,8 +10,29 @@ import { readFileSync } from 'node:fs';
 import type { Pool } from 'undici';
 
 export type SendOutcome =
-  | { kind: 'response'; status: number; retryAfter: string | null; rateLimitReset: string | null; body: string }
-  | { kind: 'error'; code: string; timeout: boolean };
+  | {
+      kind: 'response';
+      status: number;
+      retryAfter: string | null;
+      rateLimitReset: string | null;
+      /** Location of a 3xx (never followed), for the log. */
+      location: string | null;
+      contentType: string | null;
+      /** At most MAX_ANSWER_BYTES of the answer, as UTF-8 text. */
+      body: string;
+      /** The answer was longer than MAX_ANSWER_BYTES: the rest was discarded. */
+      bodyTruncated: boolean;
+    }
+  | { kind: 'error'; code: string; timeout: boolean; message: string };
+
+/**
+ * The most of any answer's body that is read (64 KiB). A hostile or broken
+ * server once sent an endless 200 body: reading it whole took the agent to
+ * 4.6 GB RSS and a V8 fatal error. Past this the body is discarded and the
+ * request aborted, which closes that HTTP/1.1 connection (an HTTP/2 stream is
+ * cancelled), so the rest costs nothing.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024;
 
 export interface EventsClientOptions {
   baseUrl: string;
@@ -71,15 +92,23 @@ export class EventsClient {
     const signal = AbortSignal.timeout(this.opts.timeoutMs);
     try {
       const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body, signal });
-      const text = await res.body.text();
+      const { text, truncated } = await readBounded(res.body, MAX_ANSWER_BYTES);
       const h = (name: string) => {
         const v = res.headers[name];
         return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
       };
-      return { kind: 'response', status: res.statusCode, retryAfter: h('retry-after'), rateLimitReset: h('x-ratelimit-reset'), body: text };
+      return {
+        kind: 'response',
+        status: res.statusCode,
+        retryAfter: h('retry-after'),
+        rateLimitReset: h('x-ratelimit-reset'),
+        location: h('location'),
+        contentType: h('content-type'),
+        body: text,
+        bodyTruncated: truncated,
+      };
     } catch (err) {
-      const code = (err as { code?: string }).code ?? (err as Error).name ?? 'UNKNOWN';
-      return { kind: 'error', code, timeout: signal.aborted || TIMEOUT_CODES.has(code) };
+      return errorOutcome(err, signal.aborted);
     }
   }
 
@@ -90,4 +119,33 @@ export class EventsClient {
   async destroy(): Promise<void> {
     if (this.poolP) await (await this.poolP).destroy();
   }
+}
+
+/** A network failure as a value, keeping its cause (ECONNREFUSED, a certificate error by name, DNS). */
+export function errorOutcome(err: unknown, aborted: boolean): SendOutcome {
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
+  // undici wraps connect failures: the errno code is on the cause.
+  const code = e.cause?.code ?? e.code ?? e.name ?? 'UNKNOWN';
+  const message = e.cause?.message ?? e.message ?? String(err);
+  return { kind: 'error', code, timeout: aborted || TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(e.code ?? ''), message };
+}
+
+/** Read at most `max` bytes of a body; past that destroy the stream (which aborts the request and frees its socket). */
+export async function readBounded(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, max: number): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  for await (const chunk of body) {
+    const room = max - size;
+    if (chunk.length > room) {
+      if (room > 0) chunks.push(chunk.subarray(0, room));
+      size = max;
+      truncated = true;
+      break;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  if (truncated) body.destroy();
+  return { text: Buffer.concat(chunks, size).toString('utf8'), truncated };
 }

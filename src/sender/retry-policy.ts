@@ -1,8 +1,11 @@
-// The one place where an answer becomes a decision (SPEC section 4).
+// The one place where an answer becomes a decision (README "How each server
+// answer is handled").
 //
 // | answer                         | verdict                                       |
 // |--------------------------------|-----------------------------------------------|
-// | 200, 202 (and other 2xx)       | ack                                           |
+// | 2xx, body empty or one JSON object (first 64 KiB) | ack (quarantined_rows counted; empty body or a 202 under wait=true: WARN once) |
+// | 2xx, any other body (an HTML page) | park unexpected_response (base_url reaches some other server) |
+// | 3xx                            | park unexpected_response: never followed (the token must not travel) |
 // | 400                            | split (bisect; the sender isolates bad lines) |
 // | 401, 403                       | park token_rejected                           |
 // | 404                            | park workspace_not_found                      |
@@ -11,19 +14,36 @@
 // | 429                            | retry after Retry-After / X-RateLimit-Reset / backoff, pause the budget |
 // | 408, 5xx, timeouts, resets     | retry after full-jitter backoff               |
 // | HTTP/2 GOAWAY                  | retry at once on a new connection             |
-// | any other status               | retry after backoff (keeps the data; logged)  |
+// | any other 4xx (405, 410, ...)  | park unexpected_response (keeps the data)     |
+// | any other status (1xx, 6xx...) | retry after backoff (keeps the data; logged)  |
 
 import type { SendOutcome } from './http-client.js';
 
 export type RetryReason = '429' | '5xx' | 'timeout' | 'network' | 'goaway' | '413' | '400';
-export type ParkReason = 'token_rejected' | 'workspace_not_found' | 'bad_request' | 'disk_full' | 'state_dir_unwritable';
+export type BudgetParkReason = 'token_rejected' | 'workspace_not_found' | 'unexpected_response';
+export type ParkReason = BudgetParkReason | 'bad_request' | 'disk_full' | 'state_dir_unwritable';
+
+/** Something odd about an acknowledgement, worth one WARN (not per request). */
+export type AckOddity = 'empty_body' | 'accepted_under_wait';
 
 export type Verdict =
-  | { kind: 'ack' }
-  | { kind: 'retry'; afterMs: number; reason: RetryReason; pauseBudget: boolean }
+  | { kind: 'ack'; quarantinedRows: number; oddity: AckOddity | null }
+  | {
+      kind: 'retry';
+      afterMs: number;
+      reason: RetryReason;
+      pauseBudget: boolean;
+      /** A Retry-After / X-RateLimit-Reset that was ignored (absurd, negative, past, unparseable). */
+      ignoredWait: string | null;
+    }
   | { kind: 'split'; reason: '413' | '400' }
-  | { kind: 'park'; reason: 'token_rejected' | 'workspace_not_found' }
+  | { kind: 'park'; reason: BudgetParkReason; detail: string | null }
   | { kind: 'dead_letter'; reason: 'materialized_view_error' };
+
+/** The longest wait a server may ask for (15 min); anything longer is taken for a broken header. */
+export const MAX_SERVER_WAIT_MS = 900_000;
+/** An X-RateLimit-Reset above this is an epoch time in seconds, not a delta. */
+const EPOCH_SECONDS_FLOOR = 1e9;
 
 export interface BackoffOptions {
   initialMs: number;
@@ -37,13 +57,33 @@ export function backoffMs(attempt: number, o: BackoffOptions, random: () => numb
   return Math.floor(random() * ceiling);
 }
 
-/** Retry-After: delta-seconds or an HTTP date. Returns ms from `now`, or null. */
-export function parseRetryAfter(value: string | null, now: number): number | null {
+/**
+ * Retry-After: delta-seconds or an HTTP date. Returns ms from `now`; null when
+ * absent; 'invalid' when present but unusable: outside 0-900 s, negative, in
+ * the past, or unparseable. (`Retry-After: -5` once parsed as a date in 2001
+ * and gave a request storm; `2147483648` paused the budget for decades.)
+ */
+export function parseRetryAfter(value: string | null, now: number): number | null | 'invalid' {
   if (value === null || value.trim() === '') return null;
   const v = value.trim();
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.ceil(Number(v) * 1000);
+  if (/^\d+(\.\d+)?$/.test(v)) return bounded(Math.ceil(Number(v) * 1000));
+  // An HTTP date names its day or month: a bare number or a sign is not one.
+  if (!/[A-Za-z]{3}/.test(v)) return 'invalid';
   const at = Date.parse(v);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
+  return Number.isNaN(at) ? 'invalid' : bounded(at - now);
+}
+
+/** X-RateLimit-Reset: seconds until the window resets, or an epoch time in seconds above 10^9. */
+export function parseRateLimitReset(value: string | null, now: number): number | null | 'invalid' {
+  if (value === null || value.trim() === '') return null;
+  const v = value.trim();
+  if (!/^\d+(\.\d+)?$/.test(v)) return 'invalid';
+  const n = Number(v);
+  return bounded(n > EPOCH_SECONDS_FLOOR ? Math.ceil(n * 1000 - now) : Math.ceil(n * 1000));
+}
+
+function bounded(ms: number): number | 'invalid' {
+  return Number.isFinite(ms) && ms >= 0 && ms <= MAX_SERVER_WAIT_MS ? ms : 'invalid';
 }
 
 export interface ClassifyContext {
@@ -52,6 +92,8 @@ export interface ClassifyContext {
   /** True when the previous failure of this batch was also treated as a GOAWAY. */
   afterGoaway: boolean;
   http2: boolean;
+  /** api.wait: a 202 while waiting is odd (WARN once), still an acknowledgement. */
+  wait: boolean;
   now: number;
   backoff: BackoffOptions;
   random: () => number;
@@ -59,43 +101,68 @@ export interface ClassifyContext {
 
 export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
   const backoff = () => backoffMs(ctx.attempt, ctx.backoff, ctx.random);
+  const retry = (reason: RetryReason, afterMs = backoff()): Verdict => ({ kind: 'retry', afterMs, reason, pauseBudget: false, ignoredWait: null });
   if (outcome.kind === 'error') {
-    if (outcome.timeout) return { kind: 'retry', afterMs: backoff(), reason: 'timeout', pauseBudget: false };
+    if (outcome.timeout) return retry('timeout');
     // undici reports an HTTP/2 GOAWAY as UND_ERR_SOCKET (only the message
     // says GOAWAY, and we never branch on messages): on HTTP/2 the first
     // socket error of a streak is resent at once on a new connection; a
     // second one in a row backs off like any reset.
-    if (ctx.http2 && outcome.code === 'UND_ERR_SOCKET' && !ctx.afterGoaway) {
-      return { kind: 'retry', afterMs: 0, reason: 'goaway', pauseBudget: false };
-    }
-    return { kind: 'retry', afterMs: backoff(), reason: 'network', pauseBudget: false };
+    if (ctx.http2 && outcome.code === 'UND_ERR_SOCKET' && !ctx.afterGoaway) return retry('goaway', 0);
+    return retry('network');
   }
   const s = outcome.status;
-  if (s >= 200 && s < 300) return { kind: 'ack' };
+  if (s >= 200 && s < 300) return acknowledgement(outcome, ctx.wait);
+  if (s >= 300 && s < 400) {
+    // Following a redirect would send the token to another host.
+    return { kind: 'park', reason: 'unexpected_response', detail: `HTTP ${s} to ${outcome.location ?? '(no Location)'} (not followed)` };
+  }
   switch (s) {
     case 400:
       return { kind: 'split', reason: '400' };
     case 401:
     case 403:
-      return { kind: 'park', reason: 'token_rejected' };
+      return { kind: 'park', reason: 'token_rejected', detail: `HTTP ${s}` };
     case 404:
-      return { kind: 'park', reason: 'workspace_not_found' };
+      return { kind: 'park', reason: 'workspace_not_found', detail: 'HTTP 404' };
     case 413:
       return { kind: 'split', reason: '413' };
     case 422:
       return { kind: 'dead_letter', reason: 'materialized_view_error' };
     case 429: {
-      const wait =
-        parseRetryAfter(outcome.retryAfter, ctx.now) ??
-        (outcome.rateLimitReset !== null && /^\d+(\.\d+)?$/.test(outcome.rateLimitReset.trim())
-          ? Math.ceil(Number(outcome.rateLimitReset) * 1000)
-          : null) ??
-        backoff();
-      return { kind: 'retry', afterMs: wait, reason: '429', pauseBudget: true };
+      // Retry-After first, then X-RateLimit-Reset; an unusable one is ignored
+      // (the caller WARNs once per streak) and backoff applies.
+      const ra = parseRetryAfter(outcome.retryAfter, ctx.now);
+      const reset = parseRateLimitReset(outcome.rateLimitReset, ctx.now);
+      const wait = typeof ra === 'number' ? ra : typeof reset === 'number' ? reset : null;
+      const ignoredWait = wait !== null ? null : ra === 'invalid' ? `Retry-After: ${outcome.retryAfter}` : reset === 'invalid' ? `X-RateLimit-Reset: ${outcome.rateLimitReset}` : null;
+      return { kind: 'retry', afterMs: wait ?? backoff(), reason: '429', pauseBudget: true, ignoredWait };
     }
     case 408:
-      return { kind: 'retry', afterMs: backoff(), reason: 'timeout', pauseBudget: false };
-    default:
-      return { kind: 'retry', afterMs: backoff(), reason: s >= 500 ? '5xx' : 'network', pauseBudget: false };
+      return retry('timeout');
   }
+  if (s >= 500) return retry('5xx');
+  // Any other 4xx (405, 410, ...): not an answer of the Events API; resending
+  // will not change it. Keep the data and let an operator look.
+  if (s >= 400 && s < 500) return { kind: 'park', reason: 'unexpected_response', detail: `HTTP ${s}` };
+  return retry('network');
+}
+
+/** A 2xx: an acknowledgement only when its body is empty or one JSON object, as the Events API answers. */
+function acknowledgement(outcome: Extract<SendOutcome, { kind: 'response' }>, wait: boolean): Verdict {
+  const text = outcome.body.trim();
+  const oddity: AckOddity | null = outcome.status === 202 && wait ? 'accepted_under_wait' : null;
+  if (text === '' && !outcome.bodyTruncated) return { kind: 'ack', quarantinedRows: 0, oddity: oddity ?? 'empty_body' };
+  let parsed: unknown;
+  try {
+    parsed = outcome.bodyTruncated ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const type = outcome.contentType ?? 'no content-type';
+    return { kind: 'park', reason: 'unexpected_response', detail: `HTTP ${outcome.status} with a body that is not the Events API's (${type}); check api.base_url` };
+  }
+  const q = (parsed as { quarantined_rows?: unknown }).quarantined_rows;
+  return { kind: 'ack', quarantinedRows: typeof q === 'number' && Number.isSafeInteger(q) && q > 0 ? q : 0, oddity };
 }

@@ -12,15 +12,18 @@ import type { EventsClient, SendOutcome } from './http-client.js';
 import { Semaphore, type RateLimiter } from './limiter.js';
 import { Notifier } from './notifier.js';
 import { Park } from './park.js';
-import { classify, type BackoffOptions, type RetryReason, type Verdict } from './retry-policy.js';
+import { classify, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
 
-/** 400 bisection: requests one batch may spend isolating bad lines before the problem counts as request-level. */
+/** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
 export const PROBE_BUDGET = 64;
-/** After a 413 the learned size limit grows back by this fraction per success. */
-const LEARNED_RECOVERY = 1.05;
+/** 400: single lines rejected from this many different quarters of a batch, with nothing accepted, make the problem request-level. */
+export const REQUEST_LEVEL_QUARTERS = 3;
+/** After a 413 the learned size limit grows back by 10 % per 5 minutes without another 413. */
+export const LEARNED_GROWTH = 1.1;
+export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
 const MIN_LEARNED_BYTES = 1024;
 
-export type BudgetParkReason = 'token_rejected' | 'workspace_not_found';
+export type { BudgetParkReason };
 
 export interface RootBatch {
   id: number;
@@ -45,12 +48,16 @@ export interface Part {
 }
 
 export interface SenderHooks {
-  onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number): void;
+  onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void;
   onRetry(reason: RetryReason, ds: string): void;
-  onAck(ds: string, lines: number, rawBytes: number): void;
-  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null): void;
+  onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
+  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
   /** Store the part's lines as dead letters (durably) before the batch counts as done. */
   deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error', status: number): Promise<void>;
+  /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
+  onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
+  /** The learned body size limit changed (max_bytes when none is learned). */
+  onLearnedLimit?(bytes: number): void;
 }
 
 export interface SenderOptions {
@@ -61,6 +68,10 @@ export interface SenderOptions {
   random: () => number;
   backoff: BackoffOptions;
   http2: boolean;
+  /** Requests a 400 bisection may spend with nothing accepted (PROBE_BUDGET when absent). */
+  probeBudget?: number;
+  /** api.wait (a 202 under wait=true is worth a WARN); true when absent. */
+  wait?: boolean;
   maxInFlight: number;
   maxBytes: number;
   hooks: SenderHooks;
@@ -78,15 +89,36 @@ export interface DeliverOptions {
   canDefer?: () => boolean;
   /** Failed attempts before a batch is deferred. */
   deferAfter?: number;
+  /**
+   * No attempt of this batch was ever made (not a queued or re-formed one):
+   * it may be cut to the learned 413 limit before it is sent, since nothing
+   * of it can be stored yet.
+   */
+  neverSent?: boolean;
 }
 type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
 
+/** What one delivery knows about its batch while it is being resolved. */
 interface Ctx {
   root: RootBatch;
   opts: DeliverOptions;
+  /** A 400 is being bisected. */
   bisecting: boolean;
+  /** Requests spent bisecting. */
   probes: number;
-  ownsDsPark: boolean;
+  /** Some part of the batch was acknowledged: the request itself is fine. */
+  accepted: boolean;
+  /** Quarters of the batch from which a single line was rejected (400). */
+  rejectedQuarters: Set<number>;
+  /**
+   * Isolated bad lines, dead-lettered once the batch is known not to be a
+   * request-level problem (a bad name would otherwise dead-letter good lines).
+   */
+  pendingRejects: Array<{ part: Part; raw: Buffer }>;
+  /** This delivery holds its Data Source park's probe. */
+  holdsDsProbe: boolean;
+  /** An attempt may have stored something (5xx, reset, timeout): never cut the batch again. */
+  unknownOutcome: boolean;
 }
 
 export class Sender {
@@ -94,25 +126,40 @@ export class Sender {
   private readonly dsParks = new Map<string, Park<'bad_request'>>();
   private readonly notifier = new Notifier();
   private readonly inFlight: Semaphore;
-  private readonly learned = new Map<string, number>();
+  /** After a 413, one request at a time until a success (the limit is being learned). */
+  private readonly single = new Semaphore(1);
+  private narrowed = false;
+  private learned: { bytes: number; since: number } | null = null;
+  private parkDetail: string | null = null;
   private pausedUntil = 0;
   private stopping = false;
   private readonly stopAc = new AbortController();
 
   constructor(private readonly o: SenderOptions) {
     this.inFlight = new Semaphore(o.maxInFlight);
-    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p));
+    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
   }
 
-  /** Size cap for new batches of a Data Source: max_bytes, or lower after a 413. */
-  capFor(ds: string): number {
-    return Math.floor(this.learned.get(ds) ?? this.o.maxBytes);
+  /**
+   * Size cap for new batches: max_bytes, or lower after a 413. One limit for
+   * the whole budget (the platform's plan limit is not per Data Source); it
+   * grows back 10 % per 5 minutes without a 413.
+   */
+  capFor(_ds?: string): number {
+    const l = this.learned;
+    if (!l) return this.o.maxBytes;
+    const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
+    const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
+    if (bytes < this.o.maxBytes) return bytes;
+    this.learned = null;
+    this.o.hooks.onLearnedLimit?.(this.o.maxBytes);
+    return this.o.maxBytes;
   }
 
   dsPark(ds: string): Park<'bad_request'> {
     let p = this.dsParks.get(ds);
     if (!p) {
-      p = new Park(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev));
+      p = new Park(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev, r ? 'HTTP 400 for single lines of several parts of a batch, nothing accepted' : null));
       this.dsParks.set(ds, p);
     }
     return p;
@@ -140,81 +187,133 @@ export class Sender {
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
-    const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
-    const ctx: Ctx = { root, opts, bisecting: false, probes: 0, ownsDsPark: false };
-    for (;;) {
-      const r = await this.resolve(whole, ctx, 0);
-      if (r !== 'request_level') return r;
-      if (opts.canDefer?.()) {
+    const ctx = newCtx(root, opts);
+    try {
+      for (;;) {
+        const r = await this.resolveAll(ctx);
+        if (r !== 'request_level') {
+          // The probe batch of a parked Data Source resolved: the name is fine.
+          if (r === 'done' && ctx.holdsDsProbe) this.dsPark(root.ds).unpark();
+          return r;
+        }
+        // Nothing of the batch was accepted and single lines from several of
+        // its quarters were rejected (or the probe budget ran out): the request
+        // itself is bad (the Data Source name, the token's scope). Park the
+        // Data Source, keep the data; a waiting batch probes every 60 s.
         this.dsPark(root.ds).park('bad_request');
-        return 'deferred';
+        this.releaseDsProbe(ctx);
+        Object.assign(ctx, newCtx(root, opts), { unknownOutcome: ctx.unknownOutcome });
+        if (opts.canDefer?.()) return 'deferred';
+        if (this.stopping) return 'aborted';
       }
-      // Both halves of the first split failed, or the probe budget ran out:
-      // the request itself is bad (e.g. the Data Source name). Park the Data
-      // Source, keep the data, and try this batch again later.
-      const park = this.dsPark(root.ds);
-      park.park('bad_request');
-      ctx.ownsDsPark = true;
-      ctx.bisecting = false;
-      ctx.probes = 0;
-      if (await park.pass(this.stopAc.signal)) park.releaseProbe();
-      if (this.stopping) return 'aborted';
+    } finally {
+      this.releaseDsProbe(ctx);
     }
   }
 
-  private async resolve(part: Part, ctx: Ctx, depth: number): Promise<DeliveryResult | 'request_level'> {
-    const v = await this.sendUntilFinal(part, ctx, depth === 0 && !ctx.bisecting);
-    if (v === 'aborted' || v === 'deferred') return v;
-    return this.handle(part, v, ctx, depth);
+  private releaseDsProbe(ctx: Ctx): void {
+    if (!ctx.holdsDsProbe) return;
+    ctx.holdsDsProbe = false;
+    this.dsParks.get(ctx.root.ds)?.releaseProbe();
   }
 
-  private async handle(part: Part, v: Final, ctx: Ctx, depth: number): Promise<DeliveryResult | 'request_level'> {
+  /**
+   * Send the batch, and the pieces of it that a 400 or 413 calls for, until
+   * every line is acknowledged or dead-lettered. Pieces wait in `work`; while
+   * nothing is accepted, pieces from quarters with no rejected line yet go
+   * first, so a request-level problem shows in O(log n) requests.
+   */
+  private async resolveAll(ctx: Ctx): Promise<DeliveryResult | 'request_level'> {
+    const { root } = ctx;
+    const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
+    const work: Part[] = [whole];
+    while (work.length > 0) {
+      const part = this.nextPart(work, ctx);
+      if (ctx.opts.neverSent && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor()) {
+        // Formed before the limit was learned and never sent: cut it now
+        // instead of collecting one more 413.
+        work.push(...(await this.split(part, await this.raw(part))).reverse());
+        continue;
+      }
+      const v = await this.sendUntilFinal(part, ctx, part === whole);
+      if (v === 'aborted' || v === 'deferred') return v;
+      const r = await this.handle(part, v, ctx, work);
+      if (r) return r;
+    }
+    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.o.hooks.deadLetterLines(root, part, raw, 'rejected', 400);
+    return 'done';
+  }
+
+  /** The next piece: depth first, left to right; while nothing is accepted, a piece reaching an unexplored quarter first. */
+  private nextPart(work: Part[], ctx: Ctx): Part {
+    if (!ctx.accepted && ctx.rejectedQuarters.size > 0) {
+      let best = -1;
+      for (let i = work.length - 1; i >= 0; i--) {
+        const p = work[i]!;
+        const [first, last] = [quarterOf(ctx.root, p.lineStart), quarterOf(ctx.root, p.lineStart + p.lines - 1)];
+        let fresh = false;
+        for (let q = first; q <= last; q++) if (!ctx.rejectedQuarters.has(q)) fresh = true;
+        if (fresh && (best === -1 || p.lines < work[best]!.lines)) best = i;
+      }
+      if (best !== -1) return work.splice(best, 1)[0]!;
+    }
+    return work.pop()!;
+  }
+
+  /** Carry out a final verdict on one piece; 'request_level' ends the delivery, null goes on. */
+  private async handle(part: Part, v: Final, ctx: Ctx, work: Part[]): Promise<'request_level' | null> {
+    const { hooks } = this.o;
     if (v.kind === 'ack') {
-      if (ctx.ownsDsPark && depth === 0) this.dsPark(part.ds).unpark();
-      this.growLearned(part.ds);
-      this.o.hooks.onAck(part.ds, part.lines, part.rawLen);
-      return 'done';
+      ctx.accepted = true;
+      this.narrowed = false;
+      if (ctx.holdsDsProbe) this.dsPark(part.ds).unpark();
+      if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
+      hooks.onAck(part.ds, part.lines, part.rawLen, v.quarantinedRows);
+      return null;
     }
     if (v.kind === 'dead_letter') {
-      await this.o.hooks.deadLetterLines(ctx.root, part, await this.raw(part), v.reason, v.status);
-      return 'done';
+      await hooks.deadLetterLines(ctx.root, part, await this.raw(part), v.reason, v.status);
+      return null;
     }
-    // split
     const raw = await this.raw(part);
-    if (part.lines <= 1) {
-      await this.o.hooks.deadLetterLines(ctx.root, part, raw, v.reason === '413' ? 'line_too_long' : 'rejected', v.status);
-      return 'done';
-    }
-    this.o.hooks.onRetry(v.reason, part.ds);
-    if (v.reason === '413') this.learned.set(part.ds, Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(part.ds), part.rawLen / 2)));
-    else {
-      if (ctx.ownsDsPark && depth === 0) this.dsPark(part.ds).unpark();
+    if (v.reason === '413') {
+      if (part.lines <= 1) {
+        await hooks.deadLetterLines(ctx.root, part, raw, 'line_too_long', v.status);
+        return null;
+      }
+      hooks.onRetry('413', part.ds);
+      this.lowerLearned(part.rawLen);
+    } else {
+      if (part.lines <= 1) {
+        ctx.rejectedQuarters.add(quarterOf(ctx.root, part.lineStart));
+        ctx.pendingRejects.push({ part, raw });
+        return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
+      }
+      hooks.onRetry('400', part.ds);
       ctx.bisecting = true;
-      if (ctx.probes >= PROBE_BUDGET) return 'request_level';
+      if (!ctx.accepted && ctx.probes >= (this.o.probeBudget ?? PROBE_BUDGET)) return 'request_level';
     }
+    // Right half below the left one: the left is sent first.
     const [a, b] = await this.split(part, raw);
-    if (v.reason === '400' && depth === 0) {
-      const va = await this.sendUntilFinal(a, ctx);
-      if (va === 'aborted' || va === 'deferred') return va;
-      const vb = await this.sendUntilFinal(b, ctx);
-      if (vb === 'aborted' || vb === 'deferred') return vb;
-      if (isBad(va) && isBad(vb)) return 'request_level';
-      const ra = await this.handle(a, va, ctx, 1);
-      if (ra !== 'done') return ra;
-      return this.handle(b, vb, ctx, 1);
-    }
-    const ra = await this.resolve(a, ctx, depth + 1);
-    if (ra !== 'done') return ra;
-    return this.resolve(b, ctx, depth + 1);
+    work.push(b, a);
+    return null;
+  }
+
+  /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
+  private lowerLearned(rejectedRawLen: number): void {
+    const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
+    this.learned = { bytes, since: this.o.clock.now() };
+    this.narrowed = true;
+    this.o.hooks.onLearnedLimit?.(bytes);
   }
 
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
   private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred'> {
     let attempt = 0;
     let afterGoaway = false;
-    const defer = () => mayDefer && ctx.opts.canDefer?.() === true;
+    const defer = () => mayDefer && !ctx.bisecting && ctx.opts.canDefer?.() === true;
     for (;;) {
-      if (defer() && (this.budgetPark.parked || (!ctx.ownsDsPark && this.dsParks.get(part.ds)?.parked))) return 'deferred';
+      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.dsParks.get(part.ds)?.parked))) return 'deferred';
       const probe = await this.waitUntilClear(part.ds, ctx);
       if (probe === 'aborted') return 'aborted';
       const outcome = await this.request(part, probe);
@@ -228,25 +327,30 @@ export class Sender {
         attempt,
         afterGoaway,
         http2: this.o.http2,
+        wait: this.o.wait ?? true,
         now: this.o.clock.now(),
         backoff: this.o.backoff,
         random: this.o.random,
       });
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
       if (v.kind === 'park') {
+        this.parkDetail = v.detail;
         this.budgetPark.park(v.reason);
         continue;
       }
       if (v.kind !== 'retry') return { ...v, status: outcome.kind === 'response' ? outcome.status : 0 } as Final;
       this.o.hooks.onRetry(v.reason, part.ds);
+      if (v.ignoredWait) this.o.hooks.onOddAnswer?.('ignored_wait', part.ds, v.ignoredWait);
+      // A 5xx may have stored part of the batch; a reset or timeout may have stored all of it.
+      if (v.reason !== '429') ctx.unknownOutcome = true;
       afterGoaway = v.reason === 'goaway';
       attempt++;
-      if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
       const until = this.o.clock.now() + v.afterMs;
-      if (v.pauseBudget && until > this.pausedUntil) {
-        // Retry-After pauses the whole budget: every Data Source waits.
-        this.pausedUntil = until;
-      }
+      // Retry-After pauses the whole budget (every Data Source), also when
+      // this batch now moves to the disk queue: the queue's replay must not
+      // resend it before the server said.
+      if (v.pauseBudget && until > this.pausedUntil) this.pausedUntil = until;
+      if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
       await this.sleepUntil(until);
       if (this.stopping) return 'aborted';
     }
@@ -256,16 +360,18 @@ export class Sender {
   private async waitUntilClear(ds: string, ctx: Ctx): Promise<boolean | 'aborted'> {
     for (;;) {
       if (this.stopping) return 'aborted';
+      const dsPark = this.dsParks.get(ds);
+      if (dsPark?.parked && !ctx.holdsDsProbe) {
+        // Every waiting batch of a parked Data Source may be its probe (every
+        // 60 s, at once on wake): a batch replayed from the disk queue too.
+        const mine = await dsPark.pass(this.stopAc.signal);
+        if (mine) ctx.holdsDsProbe = true;
+        continue;
+      }
       const probe = await this.budgetPark.pass(this.stopAc.signal);
       if (this.stopping) {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';
-      }
-      const dsPark = this.dsParks.get(ds);
-      if (!ctx.ownsDsPark && dsPark?.parked) {
-        if (probe) this.budgetPark.probeDone(false);
-        await this.notifier.wait(this.o.clock, 60_000);
-        continue;
       }
       if (this.o.clock.now() < this.pausedUntil) {
         if (probe) this.budgetPark.probeDone(false);
@@ -287,25 +393,20 @@ export class Sender {
   /** One request; null when the budget got parked (or the sender stopped) while this one waited for its slot. */
   private async request(part: Part, isProbe: boolean): Promise<SendOutcome | null> {
     await this.inFlight.acquire();
+    const narrow = this.narrowed;
+    if (narrow) await this.single.acquire();
     try {
       await this.o.limiter.acquire();
       if (this.stopping || (this.budgetPark.parked && !isProbe)) return null;
       const started = performance.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
-      this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length);
+      this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
       return outcome;
     } finally {
+      if (narrow) this.single.release();
       this.inFlight.release();
     }
-  }
-
-  private growLearned(ds: string): void {
-    const cur = this.learned.get(ds);
-    if (cur === undefined) return;
-    const next = cur * LEARNED_RECOVERY;
-    if (next >= this.o.maxBytes) this.learned.delete(ds);
-    else this.learned.set(ds, next);
   }
 
   private async raw(part: Part): Promise<Buffer> {
@@ -329,8 +430,12 @@ export class Sender {
   }
 }
 
-function isBad(v: Final): boolean {
-  return v.kind === 'split' && v.reason === '400';
+function newCtx(root: RootBatch, opts: DeliverOptions): Ctx {
+  return { root, opts, bisecting: false, probes: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false };
+}
+
+function quarterOf(root: RootBatch, line: number): number {
+  return Math.min(3, Math.floor((line * 4) / Math.max(1, root.lines)));
 }
 
 export function countLines(buf: Buffer): number {

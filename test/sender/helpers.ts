@@ -25,7 +25,7 @@ export interface Harness {
   batch(ds: string, lines: string[], id?: number): Promise<RootBatch>;
 }
 
-export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: number; codec?: 'zstd' | 'none' } = {}): Promise<Harness> {
+export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: number; codec?: 'zstd' | 'none'; probeBudget?: number; maxInFlight?: number } = {}): Promise<Harness> {
   const emu = await startEmulator({ listen: '127.0.0.1:0', recordRequests: true, ...emuOpts });
   cleanups.push(() => emu.close());
   const clock = new ManualClock();
@@ -62,7 +62,8 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     random: () => 0.5,
     backoff: { initialMs: 1000, maxMs: 60_000, multiplier: 2 },
     http2: false,
-    maxInFlight: 4,
+    maxInFlight: opts.maxInFlight ?? 4,
+    probeBudget: opts.probeBudget,
     maxBytes: opts.maxBytes ?? 10_000_000,
     hooks,
   });

@@ -99,13 +99,27 @@ describe('Sender: SPEC section 4 answers against the emulator, timing on a manua
     expect(h.parks).toEqual([]);
   });
 
-  it('400 on both halves of the first split: request-level, parks the Data Source (bad_request), keeps the data', async () => {
+  it('400 with bad lines in both halves (and in 3 quarters): every bad line is isolated, every good line stored, no park', async () => {
+    const h = await harness({ dataDir: null });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
+    const input = lines('g', 256);
+    input[17] = '{"k":"BAD-1"}';
+    input[100] = '{"k":"BAD-2"}';
+    input[200] = '{"k":"BAD-3"}';
+    expect(await h.sender.deliver(await h.batch('ds', input))).toBe('done');
+    expect(h.deadLetters.map((d) => d.lines[0]).sort()).toEqual(['{"k":"BAD-1"}', '{"k":"BAD-2"}', '{"k":"BAD-3"}']);
+    expect(h.emu.stats().rows).toEqual({ ds: 253 });
+    expect(h.parks).toEqual([]);
+  });
+
+  it('400 for every line: request-level after single lines of 3 quarters fail, parks the Data Source (bad_request), keeps the data', async () => {
     const h = await harness({ dataDir: null });
     h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]); // every line
     const done = h.sender.deliver(await h.batch('ds', lines('r', 64)));
     await settle(() => h.parks.length === 1, 'park');
     expect(h.parks[0]).toEqual({ scope: 'ds', reason: 'bad_request' });
-    expect(h.sent).toHaveLength(3); // the batch and its two halves
+    // Pieces reaching an untried quarter go first: ~3 log2(n) requests, not a full bisection.
+    expect(h.sent.length).toBeLessThanOrEqual(1 + 3 * 6);
     expect(h.deadLetters).toEqual([]);
     // Another batch of the same Data Source waits; another Data Source still flows.
     const sameDs = h.sender.deliver(await h.batch('ds', lines('s', 2)));
@@ -116,19 +130,55 @@ describe('Sender: SPEC section 4 answers against the emulator, timing on a manua
     expect(await sameDs).toBe('done');
     expect(h.parks.at(-1)).toEqual({ scope: 'ds', reason: null });
     expect(h.emu.stats().rows).toEqual({ ds: 66, other: 1 });
+    expect(h.deadLetters).toEqual([]);
   });
 
-  it(`400 bisection stops after the probe budget (${PROBE_BUDGET} requests) and parks`, async () => {
+  it('a parked Data Source is probed every 60 s by a batch that waits for it, also one taken back from the disk queue', async () => {
     const h = await harness({ dataDir: null });
-    h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
-    // 64 bad lines spread over the first half; the second half is clean.
-    const input = lines('p', 512).map((l, i) => (i < 256 && i % 4 === 3 ? '{"k":"BAD"}' : l));
-    const done = h.sender.deliver(await h.batch('ds', input));
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]);
+    const batch = await h.batch('ds', lines('q', 16));
+    // The pipeline's way: deferred to the disk queue once the park is found.
+    expect(await h.sender.deliver(batch, { canDefer: () => true, deferAfter: 3 })).toBe('deferred');
+    expect(h.parks).toEqual([{ scope: 'ds', reason: 'bad_request' }]);
+    const before = h.sent.length;
+    // The queue replayer's way: no deferring; it waits for the park.
+    const replay = h.sender.deliver(batch);
+    await settle(() => h.clock.waiting > 0, 'the replayed batch to wait for the park');
+    expect(h.sent.length).toBe(before);
+    h.clock.advance(60_000);
+    await settle(() => h.sent.length > before, 'a probe after 60 s');
+    await settle(() => h.parks.length === 1 && h.clock.waiting > 0, 'the probe to fail and the batch to wait again');
+    expect(h.parks.at(-1)).toEqual({ scope: 'ds', reason: 'bad_request' });
+    h.emu.setFaults([]);
+    h.sender.wake(); // SIGHUP: probe now
+    expect(await replay).toBe('done');
+    expect(h.parks.at(-1)).toEqual({ scope: 'ds', reason: null });
+    expect(h.emu.stats().rows).toEqual({ ds: 16 });
+    expect(h.deadLetters).toEqual([]);
+  });
+
+  it('400 bisection with nothing accepted parks once the probe budget is spent', async () => {
+    const h = await harness({ dataDir: null }, { probeBudget: 4 });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]);
+    const done = h.sender.deliver(await h.batch('ds', lines('p', 512)));
     await settle(() => h.parks.length === 1, 'park after the probe budget');
     expect(h.parks[0]).toEqual({ scope: 'ds', reason: 'bad_request' });
-    expect(h.sent.length).toBeLessThanOrEqual(PROBE_BUDGET + 2);
+    expect(h.sent.length).toBeLessThanOrEqual(1 + 4 + 1);
+    expect(h.deadLetters).toEqual([]);
     h.sender.stop();
     expect(await done).toBe('aborted');
+  });
+
+  it('once part of the batch was accepted, bisection goes on past the probe budget until every bad line is isolated', async () => {
+    // The first acceptance comes with the 5th bisection request (lines 0-3).
+    const h = await harness({ dataDir: null, rps: 100_000 }, { probeBudget: 6 });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
+    const input = lines('p', 128).map((l, i) => (i % 8 === 5 ? `{"k":"BAD${i}"}` : l));
+    expect(await h.sender.deliver(await h.batch('ds', input))).toBe('done');
+    expect(h.deadLetters).toHaveLength(16);
+    expect(h.sent.length).toBeGreaterThan(1 + 6 * 4);
+    expect(h.emu.stats().rows).toEqual({ ds: 112 });
+    expect(h.parks).toEqual([]);
   });
 
   it('413: splits in halves, lowers the learned size, and dead-letters a single line still too large', async () => {
@@ -140,6 +190,34 @@ describe('Sender: SPEC section 4 answers against the emulator, timing on a manua
     expect(h.emu.stats().rows).toEqual({ ds: 100 });
     expect(h.sender.capFor('ds')).toBeLessThan(10_000);
     expect(h.retries.filter((r) => r === '413').length).toBeGreaterThan(0);
+  });
+
+  it('413 teaches the whole budget: batches formed before it are cut before they are sent, so a backlog costs O(log) 413s; the limit grows back 10 % per 5 minutes', async () => {
+    const h = await harness({ dataDir: null, maxBody: 1500, rps: 100_000 }, { maxBytes: 10_000 });
+    const padded = (p: string) => Array.from({ length: 90 }, (_, i) => JSON.stringify({ k: `${p}${i}`, pad: 'y'.repeat(30) }));
+    const batches = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((p, i) => h.batch(i % 2 ? 'one' : 'two', padded(p))));
+    for (const b of batches) expect(b.rawLen).toBeGreaterThan(3500);
+    for (const b of batches) expect(await h.sender.deliver(b, { neverSent: true })).toBe('done');
+    const stats = h.emu.stats();
+    // 4,000 -> 2,000 -> 1,000 bytes: two 413s in all, not a bisection per batch.
+    expect(stats.requests_by_status['413']).toBeLessThanOrEqual(2);
+    expect(stats.rows).toEqual({ one: 360, two: 360 });
+    expect(h.deadLetters).toEqual([]);
+    const cap = h.sender.capFor('any');
+    expect(cap).toBeLessThanOrEqual(1500);
+    h.clock.advance(5 * 60 * 1000);
+    expect(h.sender.capFor('any')).toBe(Math.floor(cap * 1.1));
+    h.clock.advance(3 * 60 * 60 * 1000);
+    expect(h.sender.capFor('any')).toBe(10_000);
+  });
+
+  it('a batch that was sent before (queued or re-formed) is never cut to the learned limit: only a 413 splits it', async () => {
+    const h = await harness({ dataDir: null, maxBody: 1500, rps: 100_000 }, { maxBytes: 10_000 });
+    const big = Array.from({ length: 90 }, (_, i) => JSON.stringify({ k: `z${i}`, pad: 'y'.repeat(30) }));
+    expect(await h.sender.deliver(await h.batch('ds', big), { neverSent: true })).toBe('done');
+    const before = h.emu.stats().requests_by_status['413'] ?? 0;
+    expect(await h.sender.deliver(await h.batch('ds', big))).toBe('done');
+    expect(h.emu.stats().requests_by_status['413']).toBeGreaterThan(before);
   });
 
   it('422: no retry; every line of the batch goes to dead letters as materialized_view_error', async () => {
