@@ -9,6 +9,11 @@ import { main } from './cli/main.js';
 // temp dirs just disable it. Commands load lazily, after this line.
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
+// State files (checkpoints, journals, the queue, dead letters: raw events)
+// are the owner's alone whatever the umask: files 0600, directories 0700. A
+// stricter umask set by a service manager stays.
+process.umask(process.umask(0o077) | 0o077);
+
 const code = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
@@ -19,3 +24,8 @@ const code = await main(process.argv.slice(2), {
 // Commands that keep the process alive (run, emulator) resolve only when they
 // are done; the rest resolve at once. Let stdout drain, then leave with the code.
 process.exitCode = code;
+// `run` has closed or abandoned everything it owns when it returns (within
+// shutdown_timeout_ms, or 5 s after a fatal error): a handle left open (a
+// hung socket, a watcher) must not keep the process up past a supervisor's
+// stop timeout. Logs are written synchronously, so nothing is lost.
+if (process.argv[2] === 'run') process.exit(code);

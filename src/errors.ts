@@ -11,6 +11,7 @@
 // | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
 // | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
+// | SPOOLSHIP_ERR_STATE_DIR_LOST      | 1    | state_dir or its lock file was removed or replaced while running |
 // | SPOOLSHIP_ERR_NETWORK             | 1    | no HTTP answer: connection refused/reset, DNS, timeout |
 // | SPOOLSHIP_ERR_WAIT_TIMEOUT        | 1    | an accepted cluster operation did not finish in time |
 
@@ -118,6 +119,20 @@ export class PreconditionError extends SpoolshipError {
 export class FatalIoError extends SpoolshipError {
   constructor(message: string, cause: unknown) {
     super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });
+  }
+}
+
+/**
+ * state_dir or its lock file was removed or replaced under a running agent:
+ * it no longer owns its state, and a second agent may ship the same files.
+ */
+export class StateDirLostError extends SpoolshipError {
+  constructor(readonly loss: { what: 'state_dir' | 'lock_file'; how: 'removed' | 'replaced'; path: string }) {
+    super(
+      'SPOOLSHIP_ERR_STATE_DIR_LOST',
+      `${loss.what === 'state_dir' ? 'state_dir' : 'the state_dir lock file'} ${loss.path} was ${loss.how} while the agent ran; exiting so that no second agent ships the same files. Restore it or start again (a fresh state_dir re-reads every spool file from the start)`,
+      EXIT_FAILURE,
+    );
   }
 }
 

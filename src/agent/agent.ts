@@ -6,11 +6,12 @@
 // shutdown_timeout_ms, then stop the sender (waiting batches keep their
 // journal intents and are re-formed at the next start), write the
 // checkpoint, release the lock.
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, StateDirLostError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -23,6 +24,7 @@ import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
+import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
@@ -39,6 +41,10 @@ const CHECKPOINT_EVERY_MS = 5000;
 const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
 /** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
 const STALL_LINGER_PERIODS = 10;
+/** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
+const PERSIST_RESERVE_MS = 2000;
+/** After a fatal error, the agent closes what it can within this, then the process exits 1. */
+export const FATAL_CLOSE_MS = 5000;
 /** Quiet time before the last partial batch of a backlog goes (see drainQuietMs). */
 const DRAIN_QUIET_MS = 25;
 
@@ -82,6 +88,8 @@ export class Agent {
   private readonly codec: Codec;
   private readonly lastError = new Map<string, string>();
   private readonly streak = new RetryStreak(() => this.deps.log);
+  private dirWatch: StateDirWatch | null = null;
+  private fatalSeen = false;
 
   private constructor(
     private config: Readonly<Config>,
@@ -103,6 +111,7 @@ export class Agent {
     const { config: c, deps } = this;
     this.lock = await acquireLock(c.state_dir);
     try {
+      this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
       await this.openState();
       const baseUrl = await this.connect();
       this.sender = this.createSender();
@@ -118,6 +127,7 @@ export class Agent {
       await this.startAdmin();
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), this.tickMs);
+      this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
       deps.log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
       await this.releaseAfterFailedStart();
@@ -165,6 +175,9 @@ export class Agent {
       log.info({ url: baseUrl }, 'embedded emulator started');
     } else {
       this.token = await TokenSource.create(c.api.token, c.api.token_file);
+      if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
+        log.warn({ event: 'token_file_readable', file: c.api.token_file }, 'api.token_file can be read by other users; chmod 600 it (or 640 for a group you trust)');
+      }
     }
     this.apiUrl = baseUrl;
     this.token.watch(() => {
@@ -269,6 +282,7 @@ export class Agent {
       now: () => clock.now(),
       onChange: () => this.updateQueueMetrics(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
+      retryStateWrite: (fn) => this.pipeline.retryStateWrite(fn),
       onFatal: (err) => this.fatal(err),
     });
   }
@@ -352,7 +366,8 @@ export class Agent {
     await Promise.all(
       lines.map(async (line, i) => {
         const loc = where[i] ?? null;
-        const r = await this.deadLetters.add({ datasource: ds, reason, file: loc?.file ?? null, offset: loc?.offset ?? null, bytes: line.length, status, line });
+        const input = { datasource: ds, reason, file: loc?.file ?? null, offset: loc?.offset ?? null, bytes: line.length, status, line };
+        const r = await this.pipeline.retryStateWrite(() => this.deadLetters.add(input));
         if (r === 'stored') this.metrics.linesDeadLettered.inc({ datasource: ds, reason });
       }),
     );
@@ -542,57 +557,126 @@ export class Agent {
     }, 1000);
   }
 
+  /**
+   * An error that ends the agent: log it once and hand it to the daemon, which
+   * calls destroy() and exits 1 (the next start recovers from the state_dir).
+   */
   private fatal(err: unknown): void {
-    this.deps.log.fatal({ err: err instanceof Error ? err.stack : String(err) }, 'fatal error');
+    if (this.fatalSeen) return;
+    this.fatalSeen = true;
+    const loss = err instanceof StateDirLostError ? { what: err.loss.what, how: err.loss.how, path: err.loss.path } : {};
+    this.deps.log.fatal({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
     (this.deps.onFatal ?? ((e) => { throw e; }))(err);
   }
 
-  /** Graceful stop; idempotent. Returns when state is on disk. */
+  /** Graceful stop; idempotent. Returns when state is on disk, within shutdown_timeout_ms whatever the server does. */
   close(): Promise<void> {
     this.closing ??= this.doClose();
     return this.closing;
   }
 
+  /**
+   * The stop sequence, on the clock, inside shutdown_timeout_ms:
+   * 1. stop reading, close open batches;
+   * 2. let batches be sent (failing ones move to the disk queue) until the
+   *    persist reserve is all that is left;
+   * 3. no new attempts; abandon what is still unanswered (its batch stays a
+   *    journal intent or queued, and is sent again at the next start);
+   * 4. persist: dead letters, journal, checkpoint, queue; release the lock.
+   */
   private async doClose(): Promise<void> {
     const log = this.deps.log;
     const timeoutMs = this.config.shutdown_timeout_ms;
-    const deadline = Date.now() + timeoutMs;
-    log.info({ timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
-    await this.spooler.stop();
+    const deadline = this.clock.now() + timeoutMs;
+    const reserveMs = Math.min(PERSIST_RESERVE_MS, Math.floor(timeoutMs / 4));
+    const stopWaitingAt = deadline - reserveMs;
+    log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
+    this.stopTimers();
+    await this.within(this.spooler.stop(), stopWaitingAt);
     this.batcher.closeAll();
-    if (this.timer) clearInterval(this.timer);
-    if (this.drainTimer) clearTimeout(this.drainTimer);
-    // Batches keep being sent (failing ones move to the disk queue after a
-    // few quick attempts) until all are done or the timeout is near.
-    await this.pipeline.drain(timeoutMs);
-    // No new attempts from here: requests in flight finish, anything still
-    // waiting moves to the queue (or stays a journal intent).
+    await this.pipeline.drainUntil(stopWaitingAt);
     this.sender.stop();
     this.pipeline.stop();
-    const rest = Promise.all([this.pipeline.drain(Number.MAX_SAFE_INTEGER), this.replayer.stop()]);
-    if (!(await finishesWithin(rest, deadline - Date.now()))) {
-      log.warn('shutdown timeout: unanswered requests are abandoned; their batches are sent again at the next start');
-      await this.client.destroy();
-      await rest;
+    const rest = Promise.all([this.pipeline.drainAll(), this.replayer.stop()]);
+    if (!(await this.within(rest, stopWaitingAt))) {
+      log.warn({ event: 'shutdown_timeout' }, 'shutdown timeout: unanswered requests are abandoned; their batches are sent again at the next start');
+      await this.within(this.client.destroy(), deadline);
+      // The aborted requests end their deliveries; queue writes they start are bounded by the deadline too.
+      await this.within(rest, deadline - reserveMs / 2);
     } else {
-      await this.client.close();
+      await this.within(this.client.close(), stopWaitingAt);
+      await this.within(this.client.destroy(), deadline);
     }
-    if (this.journalRetry) clearTimeout(this.journalRetry);
+    const persisted = await this.within(this.persist(), deadline);
+    if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.config.state_dir }, 'shutdown timeout while writing state; the next start recovers from the journal');
+    await this.releaseRest();
+    log.info({ event: 'stopped' }, 'stopped');
+  }
+
+  private async persist(): Promise<void> {
     await this.deadLetters.flush();
     await this.checkpointing;
     await this.store.flush();
     await this.store.checkpoint();
     await this.store.close();
     await this.queue.close();
-    await this.limiter.close();
-    this.token.close();
-    await this.admin?.close();
-    await this.embedded?.close();
-    await this.lock.release();
-    log.info('stopped');
+  }
+
+  private stopTimers(): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.drainTimer) clearTimeout(this.drainTimer);
+    if (this.journalRetry) clearTimeout(this.journalRetry);
+    this.timer = this.drainTimer = this.journalRetry = null;
+  }
+
+  /** What is left once state is on disk (or abandoned): connections, servers, watchers, the lock. */
+  private async releaseRest(): Promise<void> {
+    await Promise.all([
+      this.dirWatch?.close(),
+      this.limiter?.close().catch(() => undefined),
+      this.admin?.close().catch(() => undefined),
+      this.embedded?.close().catch(() => undefined),
+    ]);
+    this.token?.close();
+    await this.lock?.release().catch(() => undefined);
+  }
+
+  /**
+   * After a fatal error: stop everything without writing more state (the
+   * next start recovers from what is on disk), within FATAL_CLOSE_MS, so the
+   * process exits instead of staying up without shipping.
+   */
+  async destroy(): Promise<void> {
+    this.closing ??= (async () => {
+      const deadline = this.clock.now() + FATAL_CLOSE_MS;
+      this.stopTimers();
+      this.sender?.stop();
+      this.pipeline?.stop();
+      await this.within(Promise.all([this.spooler?.stop(), this.client?.destroy(), this.replayer?.stop()]), deadline - FATAL_CLOSE_MS / 2);
+      await this.within(this.releaseRest(), deadline);
+    })();
+    return this.closing;
+  }
+
+  /** Wait for `p` until `deadline` on the clock; false when time ran out (p goes on, unobserved). */
+  private async within(p: Promise<unknown>, deadline: number): Promise<boolean> {
+    const done = new AbortController();
+    let ok = false;
+    const settled = p.then(
+      () => (ok = true),
+      (err) => {
+        ok = true;
+        this.deps.log.warn({ event: 'stop_step_failed', err: String(err) }, 'a step of the stop sequence failed');
+      },
+    );
+    void settled.then(() => done.abort());
+    await this.clock.sleep(Math.max(0, deadline - this.clock.now()), done.signal);
+    done.abort();
+    return ok;
   }
 
   private async releaseAfterFailedStart(): Promise<void> {
+    await this.dirWatch?.close();
     await this.admin?.close().catch(() => undefined);
     await this.embedded?.close().catch(() => undefined);
     await this.store?.close().catch(() => undefined);
@@ -600,12 +684,8 @@ export class Agent {
   }
 }
 
-async function finishesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
-  try {
-    return await Promise.race([p.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** Can users other than the owner and group read `file`? */
+async function otherCanRead(file: string): Promise<boolean> {
+  const st = await stat(file).catch(() => null);
+  return st !== null && (st.mode & 0o004) !== 0;
 }

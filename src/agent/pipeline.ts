@@ -87,9 +87,9 @@ export class Pipeline {
   deadLetter(input: DeadLetterInput, key: string, entry: RangeEntry): void {
     this.track(
       (async () => {
-        const r = await this.o.deadLetters.add(input);
+        const r = await this.retryStateWrite(() => this.o.deadLetters.add(input));
         if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
-        await this.withStateRetry(async () => this.o.store.completeDeadLetterRange(key, entry));
+        await this.retryStateWrite(async () => this.o.store.completeDeadLetterRange(key, entry));
       })(),
       false,
     );
@@ -118,19 +118,23 @@ export class Pipeline {
     }
   }
 
-  /** Wait for every task, up to `ms`; true when all finished. */
-  async drain(ms: number): Promise<boolean> {
-    const deadline = Date.now() + ms;
+  /** Wait for every task until `deadline` (on the clock); true when all finished. */
+  async drainUntil(deadline: number): Promise<boolean> {
     while (this.tasks.size > 0) {
-      const left = deadline - Date.now();
+      const left = deadline - this.o.clock.now();
       if (left <= 0) return false;
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), left)));
-      const r = await Promise.race([Promise.allSettled([...this.tasks]).then(() => 'ok' as const), timeout]);
-      clearTimeout(timer);
-      if (r === 'timeout') return false;
+      const timeUp = new AbortController();
+      const all = Promise.allSettled([...this.tasks]).then(() => timeUp.abort());
+      await this.o.clock.sleep(left, timeUp.signal);
+      timeUp.abort();
+      void all;
     }
     return true;
+  }
+
+  /** Wait for every task, however long. */
+  async drainAll(): Promise<void> {
+    while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
   }
 
   stop(): void {
@@ -157,7 +161,7 @@ export class Pipeline {
     const { store, codec, sender, metrics } = this.o;
     if (batch.lines === 0) {
       // Only empty lines: nothing to send, but their bytes are done.
-      await this.withStateRetry(async () => void store.completeBatch(batch.id));
+      await this.retryStateWrite(async () => void store.completeBatch(batch.id));
       return;
     }
     this.compressing++;
@@ -165,7 +169,7 @@ export class Pipeline {
     try {
       [body] = await Promise.all([
         codec.compress(batch.body),
-        recovered ? Promise.resolve() : this.withStateRetry(() => store.recordIntent(batch.id, batch.ds)),
+        recovered ? Promise.resolve() : this.retryStateWrite(() => store.recordIntent(batch.id, batch.ds)),
       ]);
     } finally {
       this.compressing--;
@@ -198,7 +202,7 @@ export class Pipeline {
     const canDefer = () => this.o.queue.hasRoom(body.length);
     const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent });
     if (result === 'done') {
-      await this.withStateRetry(async () => void store.completeBatch(batch.id));
+      await this.retryStateWrite(async () => void store.completeBatch(batch.id));
       this.lastAckAt = this.o.clock.now();
       metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
       return;
@@ -208,10 +212,10 @@ export class Pipeline {
     // does the committed offset pass it. Without room it stays a journal
     // intent and is re-formed from the spool at the next start.
     if (!canDefer()) return;
-    await this.withStateRetry(() =>
+    await this.retryStateWrite(() =>
       this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
     );
-    await this.withStateRetry(async () => void store.completeBatch(batch.id));
+    await this.retryStateWrite(async () => void store.completeBatch(batch.id));
     this.o.onQueued();
   }
 
@@ -233,10 +237,11 @@ export class Pipeline {
   }
 
   /**
-   * Run a state write; on ENOSPC / read-only state_dir report the fault and
-   * try again every second until space returns. Any other error is fatal.
+   * Run a state write (journal, queue, dead letters); on ENOSPC / read-only
+   * state_dir report the fault and try again every second until space
+   * returns. Any other error is fatal.
    */
-  private async withStateRetry<T>(fn: () => Promise<T>): Promise<T> {
+  async retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {
     // Only a write that failed and now worked clears the fault: an in-memory
     // step (completeBatch only buffers its journal record) succeeding says
     // nothing about the disk, and clearing on it made /readyz flap to 200

@@ -1,5 +1,6 @@
 // Secrets never leave the process: check-config output, problems and logs
-// show `***` for api.token, clusters.token and the password of redis_url.
+// show `***` for api.token, clusters.token and the password in redis_url and
+// api.base_url.
 import type { Config } from './types.js';
 
 export const REDACTED = '***';
@@ -23,6 +24,8 @@ export function redactConfig(config: Readonly<Config>): Config {
   if (copy.api.token !== null) copy.api.token = REDACTED;
   if (copy.clusters.token !== null) copy.clusters.token = REDACTED;
   if (copy.limits.redis_url !== null) copy.limits.redis_url = redactUrlPassword(copy.limits.redis_url);
+  // `https://user:password@host` would print its password.
+  copy.api.base_url = redactUrlPassword(copy.api.base_url);
   return copy;
 }
 
@@ -30,6 +33,6 @@ export function redactConfig(config: Readonly<Config>): Config {
 export function redactValue(keyPath: string, value: unknown): unknown {
   if (value === null || value === undefined || value === '') return value;
   if (keyPath === 'api.token' || keyPath === 'clusters.token') return REDACTED;
-  if (keyPath === 'limits.redis_url' && typeof value === 'string') return redactUrlPassword(value);
+  if ((keyPath === 'limits.redis_url' || keyPath === 'api.base_url') && typeof value === 'string') return redactUrlPassword(value);
   return value;
 }

@@ -123,9 +123,15 @@ export class DeadLetterStore {
       for (const [ds, list] of byDs) {
         try {
           const fh = await fsp.open(path.join(this.dir, `${ds}.ndjson`), 'a');
+          const before = (await fh.stat()).size;
           try {
             await fh.writeFile(list.map((p) => p.text).join(''));
             await fh.sync();
+          } catch (err) {
+            // A full disk can take part of the write: cut it off, so the
+            // retry (the callers wait out ENOSPC) leaves no torn record.
+            await fh.truncate(before).catch(() => undefined);
+            throw err;
           } finally {
             await fh.close();
           }

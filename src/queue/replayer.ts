@@ -25,6 +25,8 @@ export class QueueReplayer {
       now: () => number;
       onChange: () => void;
       onPastDedupWindow: () => void;
+      /** Runs a state write, waiting out a full or read-only state_dir (the pipeline's retryStateWrite). */
+      retryStateWrite: <T>(fn: () => Promise<T>) => Promise<T>;
       onFatal: (err: unknown) => void;
     },
   ) {}
@@ -68,7 +70,8 @@ export class QueueReplayer {
         lines: rec.header.lines,
       });
       if (result === 'done') {
-        await queue.ack(rec.ref);
+        // ENOSPC here is the disk_full state, as anywhere: wait for space.
+        await this.o.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else {
         queue.release(rec.ref);

@@ -38,10 +38,15 @@ export async function acquireLock(stateDir: string): Promise<StateLock> {
       const fh = await fsp.open(file, 'wx');
       await fh.writeFile(`${process.pid}\n`);
       await fh.sync();
+      const { ino, dev } = await fh.stat();
       await fh.close();
       return {
         release: async () => {
-          await fsp.rm(file, { force: true });
+          // Only our own lock file: if state_dir was removed and another agent
+          // took a fresh one, its lock is not ours to delete.
+          const now = await fsp.stat(file).catch(() => null);
+          const holder = await fsp.readFile(file, 'utf8').catch(() => '');
+          if (now && now.ino === ino && now.dev === dev && Number.parseInt(holder.trim(), 10) === process.pid) await fsp.rm(file, { force: true });
         },
       };
     } catch (err) {

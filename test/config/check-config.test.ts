@@ -68,3 +68,14 @@ describe('spoolship check-config (built CLI)', () => {
     expect(bad.stderr).toContain("see 'spoolship check-config --help'");
   });
 });
+
+describe('check-config keeps credentials in URLs out of its output', () => {
+  it('a user:password@ in api.base_url is refused without echoing the password', () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'c.yaml', 'api:\n  base_url: https://alice:s3cr3t-pw@api.eu.example.com\n  token: tok\n');
+    const r = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(r.stdout + r.stderr).not.toContain('s3cr3t-pw');
+    expect(r.stderr).toContain('api.base_url: "https://alice:***@api.eu.example.com": must not carry credentials');
+  });
+});

@@ -6,7 +6,7 @@
 // Needs mount(2): tests run as root on Linux (CI too). When mounting is not
 // permitted the tests fail saying so; they never pass without having run.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeSync, rmdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeSync, rmdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -97,12 +97,12 @@ interface Setup {
   write(n: number): void;
 }
 
-async function setup(): Promise<Setup> {
+async function setup(overrides: Record<string, unknown> = {}): Promise<Setup> {
   const dir = await tempDir();
   const t = await startEmu(dir);
   const stateDir = path.join(dir, 'state');
   mountTmpfs(stateDir, 8 * 1024 * 1024);
-  const cfg = await writeConfig(dir, t, { batch: { max_bytes: 10_000, linger_ms: 50 } });
+  const cfg = await writeConfig(dir, t, { batch: { max_bytes: 10_000, linger_ms: 50 }, ...overrides });
   const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
   mkdirSync(path.dirname(spoolFile), { recursive: true });
   const s: Setup = {
@@ -196,5 +196,42 @@ describe('state_dir faults (process)', () => {
     unmount(s.stateDir);
     covered = false;
     await expectResumed(s, 'state_dir_unwritable');
+  });
+
+  it('disk full while writing a dead letter: the disk_full state, not an exit; the line is stored once space returns', async () => {
+    requireMount();
+    const s = await setup({ validate: 'json' });
+    const filler = path.join(s.stateDir, 'filler');
+    fill(filler);
+    appendFileSync(s.spoolFile, 'this line is not JSON\n');
+    s.write(100);
+    await waitFor(async () => (await readyz(s.admin)).body.reasons?.includes('disk_full'), '/readyz disk_full', 15_000).catch((err: Error) => {
+      throw new Error(`${err.message}; agent exit ${JSON.stringify(s.p.exitInfo)}; log ${JSON.stringify(s.p.logs.slice(-5).map((l) => [l.msg, l.err ?? '']))}`);
+    });
+    rmSync(filler);
+    await waitFor(async () => (await metric(s.admin, 'spoolship_lines_dead_lettered_total', 'reason="invalid_json"')) === 1, 'the dead letter stored', 20_000);
+    await expectResumed(s, 'disk_full');
+    const dl = readFileSync(path.join(s.stateDir, 'dead-letter', 'ev.ndjson'), 'utf8').trim().split('\n');
+    expect(dl).toHaveLength(1);
+    expect(JSON.parse(dl[0]!)).toMatchObject({ reason: 'invalid_json', line: 'this line is not JSON' });
+  });
+
+  it('disk full while acknowledging a queued batch: the disk_full state, not an exit; resumes when space returns', async () => {
+    requireMount();
+    const s = await setup({ retry: { initial_ms: 20, max_ms: 100 } });
+    // An outage moves batches to the disk queue.
+    s.t.emu.setFaults([{ kind: 'status', status: 503 }]);
+    s.write(500);
+    await waitFor(async () => (await metric(s.admin, 'spoolship_queue_batches')) >= 1, 'batches in the disk queue', 20_000);
+    const filler = path.join(s.stateDir, 'filler');
+    fill(filler);
+    // The outage ends while the disk is full: the replay is acknowledged by
+    // the API, and the queue's own ack record cannot be written.
+    s.t.emu.setFaults([]);
+    await waitFor(async () => (await readyz(s.admin)).body.reasons?.includes('disk_full'), '/readyz disk_full', 15_000).catch((err: Error) => {
+      throw new Error(`${err.message}; agent exit ${JSON.stringify(s.p.exitInfo)}; log ${JSON.stringify(s.p.logs.slice(-5).map((l) => [l.msg, l.err ?? '']))}`);
+    });
+    rmSync(filler);
+    await expectResumed(s, 'disk_full');
   });
 });

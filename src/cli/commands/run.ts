@@ -110,9 +110,11 @@ class Daemon {
   async finish(): Promise<number> {
     await this.reloading;
     if (this.fatalError) {
-      // A fatal I/O error: leave without writing more state; the next start
-      // recovers from what is on disk.
-      this.log.fatal('exiting after a fatal error; the next start recovers from the state_dir');
+      // A fatal error: close what can be closed without writing more state
+      // (bounded: Agent.destroy), then exit 1; the next start recovers from
+      // what is on disk.
+      await this.agent.destroy();
+      this.log.fatal({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
       return EXIT_FAILURE;
     }
     await this.agent.close();
