@@ -33,6 +33,7 @@ import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, reformBatch } from './reform.js';
 import { TokenSource } from './token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
+import { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
 import { redactUrl, statusReport } from './status.js';
 
@@ -88,6 +89,7 @@ export class Agent {
   private readonly codec: Codec;
   private readonly lastError = new Map<string, string>();
   private readonly streak = new RetryStreak(() => this.deps.log);
+  private readonly counts: CountLog;
   private dirWatch: StateDirWatch | null = null;
   private fatalSeen = false;
 
@@ -97,6 +99,7 @@ export class Agent {
   ) {
     this.clock = deps.clock ?? systemClock;
     this.codec = createCodec(config.compression.codec, config.compression.level);
+    this.counts = new CountLog(this.clock, () => this.deps.log);
     this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
   }
@@ -237,7 +240,10 @@ export class Agent {
         // undici loads while this first batch compresses (http-client.ts).
         this.client.warm();
       },
-      onDeadLetter: (input, key, entry) => this.pipeline.deadLetter(input, key, entry),
+      onDeadLetter: (input, key, entry) =>
+        this.pipeline.deadLetter(input, key, entry, () =>
+          this.counts.add('dead_letters_written', { datasource: input.datasource, reason: input.reason }, 1, 'lines moved to the dead-letter store by the reader (spoolship dead-letter list shows them)'),
+        ),
       onLinesRead: (ds, lines, bytes) => {
         metrics.linesRead.inc({ datasource: ds }, lines);
         metrics.bytesRead.inc({ datasource: ds }, bytes);
@@ -330,7 +336,10 @@ export class Agent {
         },
         onAck: (ds, lines, _raw, quarantined) => {
           metrics.linesAcked.inc({ datasource: ds }, lines);
-          if (quarantined > 0) metrics.rowsQuarantined.inc({ datasource: ds }, quarantined);
+          if (quarantined > 0) {
+            metrics.rowsQuarantined.inc({ datasource: ds }, quarantined);
+            this.counts.add('rows_quarantined', { datasource: ds }, quarantined, `the platform quarantined rows (stored in ${ds}_quarantine: not valid for the Data Source)`);
+          }
           this.lastError.delete(ds);
           this.streak.success();
         },
@@ -371,7 +380,7 @@ export class Agent {
         if (r === 'stored') this.metrics.linesDeadLettered.inc({ datasource: ds, reason });
       }),
     );
-    this.deps.log.warn({ datasource: ds, reason, status, lines: lines.length }, 'lines moved to the dead-letter store');
+    this.deps.log.warn({ event: 'dead_letters_written', datasource: ds, reason, status, lines: lines.length }, 'lines moved to the dead-letter store');
   }
 
   private pathOf(key: string): string | undefined {
@@ -445,6 +454,7 @@ export class Agent {
       this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
     }
     this.updateQueueMetrics();
+    this.counts.flush();
     const now = this.clock.now();
     if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {
       this.lastCheckpointAt = now;
@@ -491,6 +501,7 @@ export class Agent {
       committedOf: (key) => this.store.progress.files.get(key)?.committed,
       linesRead: this.metrics.linesRead,
       linesAcked: this.metrics.linesAcked,
+      rowsQuarantined: this.metrics.rowsQuarantined,
       parkedDataSources: this.sender.parkedDataSources(),
       budgetPark: this.sender.budgetPark.reason,
       lastError: this.lastError,
@@ -610,6 +621,7 @@ export class Agent {
     const persisted = await this.within(this.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.config.state_dir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     await this.releaseRest();
+    this.counts.flush(true);
     log.info({ event: 'stopped' }, 'stopped');
   }
 

@@ -84,11 +84,15 @@ export class Pipeline {
     this.track(this.process(batch, true));
   }
 
-  deadLetter(input: DeadLetterInput, key: string, entry: RangeEntry): void {
+  /** A line the reader rejected (invalid JSON, too long); `onStored` once it is on disk. */
+  deadLetter(input: DeadLetterInput, key: string, entry: RangeEntry, onStored?: () => void): void {
     this.track(
       (async () => {
         const r = await this.retryStateWrite(() => this.o.deadLetters.add(input));
-        if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
+        if (r === 'stored') {
+          this.o.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
+          onStored?.();
+        }
         await this.retryStateWrite(async () => this.o.store.completeDeadLetterRange(key, entry));
       })(),
       false,

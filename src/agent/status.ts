@@ -11,6 +11,7 @@ export interface StatusView {
   /** prom-client counters labelled by `datasource`. */
   linesRead: object;
   linesAcked: object;
+  rowsQuarantined: object;
   parkedDataSources: string[];
   budgetPark: string | null;
   lastError: ReadonlyMap<string, string>;
@@ -31,6 +32,7 @@ export function statusReport(v: StatusView): unknown {
   });
   const linesRead = metricByDataSource(v.linesRead);
   const linesAcked = metricByDataSource(v.linesAcked);
+  const quarantined = metricByDataSource(v.rowsQuarantined);
   const parkedDs = new Set(v.parkedDataSources);
   const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs, ...v.lastError.keys()]);
   const datasources = [...names].sort().map((ds) => {
@@ -39,6 +41,7 @@ export function statusReport(v: StatusView): unknown {
       datasource: ds,
       lines_read: linesRead.get(ds) ?? 0,
       lines_acked: linesAcked.get(ds) ?? 0,
+      rows_quarantined: quarantined.get(ds) ?? 0,
       bytes_read: own.reduce((n, f) => n + f.read, 0),
       bytes_committed: own.reduce((n, f) => n + f.committed, 0),
       bytes_behind: own.reduce((n, f) => n + f.behind, 0),

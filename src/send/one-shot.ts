@@ -29,6 +29,8 @@ export interface SendSummary {
   error: string | null;
   lines_read: number;
   lines_acked: number;
+  /** Rows the platform stored in <datasource>_quarantine. */
+  rows_quarantined: number;
   lines_dead_lettered: Record<string, number>;
   requests: Record<string, number>;
   bytes_read: number;
@@ -59,6 +61,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     error: null,
     lines_read: 0,
     lines_acked: 0,
+    rows_quarantined: 0,
     lines_dead_lettered: {},
     requests: {},
     bytes_read: 0,
@@ -86,8 +89,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.bytes_sent += wire;
       },
       onRetry: () => undefined,
-      onAck: (_ds, lines) => {
+      onAck: (_ds, lines, _raw, quarantined) => {
         summary.lines_acked += lines;
+        summary.rows_quarantined += quarantined;
       },
       onParkChange: (scope, reason) => {
         if (!reason) return;

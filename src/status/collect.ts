@@ -72,7 +72,7 @@ export async function reportFromStateDir(config: Readonly<Config>, adminError: s
   }
   const datasources: DataSourceStatus[] = [...byDs.keys()].sort().map((ds) => {
     const files = byDs.get(ds)!.sort((a, b) => a.path.localeCompare(b.path));
-    return { datasource: ds, lines_read: null, lines_acked: null, ...totals(files), last_error: null, parked: null, files };
+    return { datasource: ds, lines_read: null, lines_acked: null, rows_quarantined: null, ...totals(files), last_error: null, parked: null, files };
   });
   return {
     version: STATUS_VERSION,

@@ -6,6 +6,7 @@
 // |-------------------------------|----------------------------------------------|--------------------------------------------------|
 // | datasources[].lines_read      | spoolship_lines_read_total since start       | null (counters live in the process)              |
 // | datasources[].lines_acked     | spoolship_lines_acked_total since start      | null                                             |
+// | datasources[].rows_quarantined| spoolship_rows_quarantined_total since start | null                                             |
 // | files[].size                  | size at the tailer's last look               | stat() now; null when the path is gone/replaced  |
 // | files[].read                  | the tailer's read offset                     | end of the recorded batches (where a start resumes) |
 // | files[].committed             | committed offset (acked or dead-lettered)    | same, from checkpoint + journal                  |
@@ -36,10 +37,12 @@ export interface DataSourceStatus {
   datasource: string;
   lines_read: number | null;
   lines_acked: number | null;
+  /** Rows the platform stored in <datasource>_quarantine (quarantined_rows of acknowledged answers). */
+  rows_quarantined: number | null;
   bytes_read: number;
   bytes_committed: number;
   bytes_behind: number;
-  /** Last failed answer for this Data Source, e.g. "HTTP 503" or "HTTP error" (network). */
+  /** Last failed answer for this Data Source, e.g. "HTTP 503", or a network failure's cause ("ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1"). */
   last_error: string | null;
   /** bad_request (this Data Source), or the budget's token_rejected / workspace_not_found. */
   parked: string | null;

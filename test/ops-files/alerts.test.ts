@@ -34,9 +34,9 @@ describe('config/alerts.yaml', () => {
     }
   });
 
-  it('covers parked, a growing backlog, dead letters, no acknowledgements and the limiter fallback', () => {
+  it('covers parked, a growing backlog, dead letters, quarantined rows, no acknowledgements and the limiter fallback', () => {
     const used = (metric: string) => rules.some((r) => r.expr.includes(metric));
-    for (const m of ['spoolship_parked', 'spoolship_behind_bytes', 'spoolship_lines_dead_lettered_total', 'spoolship_lines_acked_total', 'spoolship_limiter_fallback']) {
+    for (const m of ['spoolship_parked', 'spoolship_behind_bytes', 'spoolship_lines_dead_lettered_total', 'spoolship_rows_quarantined_total', 'spoolship_lines_acked_total', 'spoolship_limiter_fallback']) {
       expect(used(m), m).toBe(true);
     }
   });

@@ -58,6 +58,14 @@ describe('spoolship send', () => {
     expect(dl).toEqual([expect.objectContaining({ datasource: 'events', reason: 'rejected', status: 400, line: '{"id":"POISON"}' })]);
   });
 
+  it('counts rows the platform quarantined in its summary (rows_quarantined)', async () => {
+    const { dir } = await setup();
+    await writeFile(path.join(dir, 'q.ndjson'), '{"a":1}\nnot json\n{"a":2}\n');
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'q.ndjson'], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, lines_acked: 3, rows_quarantined: 1 });
+  });
+
   it('reads stdin (no FILE or "-"), sends a final line without newline whole, and exits 0 when all is acknowledged', async () => {
     const { dir } = await setup();
     const input = lines(500, 's');

@@ -53,7 +53,7 @@ function printSummary(s: SendSummary, io: CliIo, json: boolean): void {
   io.stderr.write(
     [
       `send ${s.ok ? 'done' : 'FAILED'}: ${s.datasource}`,
-      `  lines read ${s.lines_read}, acknowledged ${s.lines_acked}, dead-lettered ${dead}`,
+      `  lines read ${s.lines_read}, acknowledged ${s.lines_acked} (${s.rows_quarantined} quarantined by the platform), dead-lettered ${dead}`,
       `  requests ${reqs}; ${(s.bytes_read / 1e6).toFixed(2)} MB read, ${(s.bytes_sent / 1e6).toFixed(2)} MB sent in ${s.seconds.toFixed(1)} s`,
       ...(s.error ? [`  error: ${s.error}`] : []),
       '',
