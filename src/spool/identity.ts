@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
+import { openRegular } from './open.js';
 
 /** How many leading bytes the fingerprint covers (fewer while the file is smaller). */
 export const FINGERPRINT_BYTES = 256;
@@ -46,10 +47,10 @@ export interface FileHead {
 }
 
 export async function readHead(p: string, dev: number, ino: number): Promise<FileHead | null> {
-  const fh = await fsp.open(p, 'r').catch(() => null);
-  if (!fh) return null;
+  const opened = await openRegular(p);
+  if (!opened) return null;
+  const { fh, st } = opened;
   try {
-    const st = await fh.stat();
     if (st.dev !== dev || st.ino !== ino) return null;
     return { head: await readFirst(fh, Math.min(st.size, FINGERPRINT_BYTES)), mtimeMs: st.mtimeMs };
   } catch {

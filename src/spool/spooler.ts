@@ -21,6 +21,7 @@ import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContent
 import type { Router } from './routes.js';
 import { FileTailer } from './tailer.js';
 import { findByInode, listFiles } from './walk.js';
+import { openRegular } from './open.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
 /**
@@ -423,10 +424,11 @@ export class Spooler {
   private async startsWithFingerprint(p: string, key: string): Promise<boolean> {
     const meta = this.o.store.progress.files.get(key)?.meta;
     if (!meta) return false;
-    const fh = await fsp.open(p, 'r').catch(() => null);
-    if (!fh) return false;
+    const opened = await openRegular(p);
+    if (!opened) return false;
+    const { fh, st } = opened;
     try {
-      return await sameContentStart(fh, (await fh.stat()).size, meta);
+      return await sameContentStart(fh, st.size, meta);
     } finally {
       await fh.close();
     }

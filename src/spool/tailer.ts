@@ -11,6 +11,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
 import type { SeenStat } from '../state/store.js';
+import { openRegular } from './open.js';
 
 interface Skipping {
   start: number;
@@ -54,8 +55,10 @@ export class FileTailer implements TrackedFileRef {
   async ensureOpen(): Promise<FileHandle | null> {
     if (this.fh) return this.fh;
     try {
-      this.fh = await fsp.open(this.path, 'r');
-      const st = await this.fh.stat();
+      const opened = await openRegular(this.path);
+      if (!opened) return null;
+      this.fh = opened.fh;
+      const st = opened.st;
       if (st.ino !== this.ino || st.dev !== this.dev) {
         // The path now names another file; ours is gone from it.
         await this.closeFd();
