@@ -22,6 +22,8 @@ import type { RateLimiter } from '../sender/limiter.js';
 import { createLimiter } from '../sender/limiter-factory.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
+import { Admission } from '../spool/admission.js';
+import { LayoutReporter } from '../spool/layout.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
@@ -91,6 +93,7 @@ export class Agent {
   private readonly streak = new RetryStreak(() => this.deps.log);
   private readonly counts: CountLog;
   private dirWatch: StateDirWatch | null = null;
+  private readonly layout: LayoutReporter;
   private fatalSeen = false;
 
   private constructor(
@@ -100,6 +103,11 @@ export class Agent {
     this.clock = deps.clock ?? systemClock;
     this.codec = createCodec(config.compression.codec, config.compression.level);
     this.counts = new CountLog(this.clock, () => this.deps.log);
+    this.layout = new LayoutReporter(
+      config.spool.dir,
+      (event, fields, msg) => this.deps.log.warn({ event, ...fields }, msg),
+      (event, fields, msg) => this.deps.log.info({ event, ...fields }, msg),
+    );
     this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
   }
@@ -254,8 +262,17 @@ export class Agent {
   private createSpooler(): Spooler {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
+    const router = new Router(c.spool.dir, c.spool.sources);
+    const admission = new Admission({
+      spoolDir: c.spool.dir,
+      sourceBases: router.sourceBases(),
+      exclude: c.spool.exclude,
+      followSymlinks: c.spool.follow_symlinks,
+      onSkippedLink: (file, target, why) => log.warn({ event: 'symlink_skipped', file, target, why }, 'a symlink in the spool is not followed'),
+    });
     return new Spooler({
-      router: new Router(c.spool.dir, c.spool.sources),
+      router,
+      admission,
       store: this.store,
       batcher: this.batcher,
       clock,
@@ -273,6 +290,7 @@ export class Agent {
           log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
         },
         onIdle: () => this.scheduleDrainCheck(),
+        onLayout: (layout) => this.layout.report(layout),
         onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
       },
     });
@@ -502,6 +520,7 @@ export class Agent {
       linesRead: this.metrics.linesRead,
       linesAcked: this.metrics.linesAcked,
       rowsQuarantined: this.metrics.rowsQuarantined,
+      spool: { dir: this.config.spool.dir, ...this.layout.current },
       parkedDataSources: this.sender.parkedDataSources(),
       budgetPark: this.sender.budgetPark.reason,
       lastError: this.lastError,

@@ -12,6 +12,7 @@ export interface StatusView {
   linesRead: object;
   linesAcked: object;
   rowsQuarantined: object;
+  spool: { dir: string; missing: boolean; skippedDirs: string[] };
   parkedDataSources: string[];
   budgetPark: string | null;
   lastError: ReadonlyMap<string, string>;
@@ -59,6 +60,7 @@ export function statusReport(v: StatusView): unknown {
     queue: v.queue,
     batches_active: v.batchesActive,
     in_flight: v.inFlight,
+    spool: { dir: v.spool.dir, missing: v.spool.missing, skipped_dirs: v.spool.skippedDirs },
     datasources,
   };
 }

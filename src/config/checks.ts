@@ -107,3 +107,25 @@ function sourceRoute(
   }
   return fine ? { include, datasource: name as string } : null;
 }
+
+/**
+ * spool.exclude: globs of paths never read. Matched against absolute paths;
+ * a relative glob is resolved from the config file's directory (as sources
+ * are), except one that starts with `**`, which matches anywhere (what
+ * "**\/*.tmp" means to a user of any other shipper).
+ */
+export function excludeGlobs(): Field<string[]> {
+  return new Field('list of globs', (raw, ctx) => {
+    if (raw === null) return ok([]);
+    // A single glob is accepted as a one-element list.
+    const list: unknown[] = Array.isArray(raw) ? raw : [raw];
+    const out: string[] = [];
+    const sub: SubProblem[] = [];
+    list.forEach((g, i) => {
+      const s = textOf(g);
+      if (typeof s !== 'string' || s.trim() === '') sub.push({ at: `[${i}]`, value: plain(g), why: 'must be a glob string, e.g. "**/*.tmp"' });
+      else out.push(s.startsWith('**') ? s : path.resolve(ctx.baseDir, s));
+    });
+    return sub.length === 0 ? ok(out) : { ok: false, why: '', sub };
+  });
+}

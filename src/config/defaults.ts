@@ -15,6 +15,8 @@ export const DEFAULTS: Config = {
   },
   spool: {
     dir: './spool', // resolved against the working directory
+    exclude: [], // globs of paths never read
+    follow_symlinks: 'inside', // inside | any | never: where a symlink in the spool may point
     sources: [],
     start_at: 'beginning',
     on_complete: 'keep',

@@ -1,7 +1,7 @@
 // The one config schema: every key of SPEC section 2 and the kind of value it
 // takes. Defaults live in defaults.ts; cross-key rules in cross-checks.ts.
 // The order here is the order of the effective config printed by check-config.
-import { baseUrl, listenAddress, redisUrl, sources } from './checks.js';
+import { baseUrl, excludeGlobs, listenAddress, redisUrl, sources } from './checks.js';
 import { absolutePath, bool, duration, Field, int, number, oneOf, optionalString, requiredPath, requiredString, size } from './fields.js';
 import { MAX_BATCH_BYTES, MAX_CONNECTIONS, MIN_BATCH_BYTES } from './defaults.js';
 
@@ -22,6 +22,8 @@ export const SCHEMA: Section = {
   },
   spool: {
     dir: requiredPath(),
+    exclude: excludeGlobs(),
+    follow_symlinks: oneOf(['inside', 'any', 'never']),
     sources: sources(),
     start_at: oneOf(['beginning', 'end']),
     on_complete: oneOf(['keep', 'delete']),

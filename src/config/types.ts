@@ -23,6 +23,9 @@ export interface Config {
   };
   spool: {
     dir: string;
+    /** Absolute globs (or starting with **) of paths never read. */
+    exclude: string[];
+    follow_symlinks: 'inside' | 'any' | 'never';
     sources: SourceRoute[];
     start_at: 'beginning' | 'end';
     on_complete: 'keep' | 'delete';

@@ -6,6 +6,12 @@ import picomatch from 'picomatch';
 import type { SourceRoute } from '../config/types.js';
 
 export const DATASOURCE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The platform's longest Data Source name. */
+export const MAX_DATASOURCE_NAME = 255;
+
+export function isDataSourceName(name: string): boolean {
+  return name.length <= MAX_DATASOURCE_NAME && DATASOURCE_NAME.test(name);
+}
 
 interface CompiledSource {
   datasource: string;
@@ -50,6 +56,11 @@ export class Router {
     return defaultRoute(ds, name);
   }
 
+  /** The fixed leading directories of the sources globs. */
+  sourceBases(): string[] {
+    return this.sources.flatMap((s) => s.bases.map((b) => b.dir));
+  }
+
   /** Directories the scan walks, with how deep. */
   walkRoots(): Array<{ dir: string; depth: number }> {
     const roots = [{ dir: this.spoolDir, depth: 2 }];
@@ -60,7 +71,7 @@ export class Router {
 
 /** `<spool.dir>/<ds>/<name>`: a Data Source name, and a visible `.ndjson` file. */
 function defaultRoute(ds: string, name: string): string | null {
-  return DATASOURCE_NAME.test(ds) && name.endsWith('.ndjson') && !name.startsWith('.') ? ds : null;
+  return isDataSourceName(ds) && name.endsWith('.ndjson') && !name.startsWith('.') ? ds : null;
 }
 
 /** The longest leading part of a glob with no glob characters, and how many levels below it can match. */

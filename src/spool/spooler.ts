@@ -21,6 +21,8 @@ import { fileKey, fingerprint, fingerprintOf, headMatches, readHead, sameContent
 import type { Router } from './routes.js';
 import { FileTailer } from './tailer.js';
 import { findByInode, listFiles } from './walk.js';
+import type { Admission } from './admission.js';
+import { checkLayout, type SpoolLayout } from './layout.js';
 import { openRegular } from './open.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
@@ -46,10 +48,14 @@ export interface SpoolerEvents {
   onFinished(ds: string, file: string, deleted: boolean): void;
   /** A read round found nothing to read: every file is read to its known end. */
   onIdle?(): void;
+  /** What each scan found of the spool's layout (a missing spool.dir, skipped directories). */
+  onLayout?(layout: SpoolLayout): void;
 }
 
 export interface SpoolerOptions {
   router: Router;
+  /** spool.exclude and spool.follow_symlinks (all paths admitted when absent). */
+  admission?: Admission;
   store: StateStore;
   batcher: Batcher;
   clock: Clock;
@@ -171,7 +177,7 @@ export class Spooler {
       // lastSize): no read, no descriptor. Detached files are always drained.
       if (!t.detached && t.lastSize <= t.readOffset) {
         // Over the descriptor budget, or idle for idle_ms: give it back.
-        if (t.fh && (openFds > FD_BUDGET || this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs)) {
+        if (t.fh && !t.pinned && (openFds > FD_BUDGET || this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs)) {
           await t.closeFd();
           openFds--;
         }
@@ -187,7 +193,7 @@ export class Spooler {
         t.lastGrowthAt = this.o.clock.now();
         if (t.readOffset > t.lastSize) t.lastSize = t.readOffset;
         // Read to its known end while over the budget: close it now, not a round later.
-        if (t.readOffset >= t.lastSize && openFds > FD_BUDGET && !t.detached) {
+        if (t.readOffset >= t.lastSize && openFds > FD_BUDGET && !t.detached && !t.pinned) {
           await t.closeFd();
           openFds--;
         }
@@ -204,13 +210,13 @@ export class Spooler {
     const now = this.o.clock.now();
     if (t.detached) {
       // Drained after leaving the patterns: the writer has moved on.
-      t.flushRemainder(this.o.batcher);
+      await t.flushRemainder(this.o.batcher);
       t.finished = true;
       await t.closeFd();
       this.o.events.onFinished(t.ds, t.path, false);
       return;
     }
-    if (now - t.lastGrowthAt >= this.o.idleMs && t.fh) {
+    if (now - t.lastGrowthAt >= this.o.idleMs && t.fh && !t.pinned) {
       // Idle: give the descriptor back; the rescan reopens the file when it grows.
       await t.closeFd();
     }
@@ -218,11 +224,13 @@ export class Spooler {
 
   async scan(): Promise<void> {
     this.indexKnown();
+    if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
     const seen = new Set<string>();
     const candidates: Array<{ p: string; ds: string }> = [];
-    for (const p of await this.listCandidates()) {
+    const listed = await this.listCandidates();
+    for (const p of listed.paths) {
       const ds = this.o.router.route(p);
-      if (ds) candidates.push({ p, ds });
+      if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.has(p))))) candidates.push({ p, ds });
     }
     // Stat every path, then read the first bytes of the files not yet
     // tracked, SCAN_CONCURRENCY at a time; the decisions below stay in path
@@ -505,7 +513,7 @@ export class Spooler {
     return false;
   }
 
-  private listCandidates(): Promise<string[]> {
+  private listCandidates(): Promise<{ paths: string[]; links: Set<string> }> {
     return listFiles(this.o.router.walkRoots());
   }
 }

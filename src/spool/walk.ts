@@ -4,14 +4,15 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { mapLimit } from '../util/concurrency.js';
 
-/** Every file (or symlink) under each root, down to its depth, sorted. */
-export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<string[]> {
+/** Every file (or symlink) under each root, down to its depth, sorted; `links` says which are symlinks. */
+export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<{ paths: string[]; links: Set<string> }> {
   const out = new Set<string>();
-  for (const root of roots) await walk(path.normalize(root.dir), root.depth, out);
-  return [...out].sort();
+  const links = new Set<string>();
+  for (const root of roots) await walk(path.normalize(root.dir), root.depth, out, links);
+  return { paths: [...out].sort(), links };
 }
 
-async function walk(dir: string, depth: number, out: Set<string>): Promise<void> {
+async function walk(dir: string, depth: number, out: Set<string>, links: Set<string>): Promise<void> {
   if (depth <= 0) return;
   let entries;
   try {
@@ -24,8 +25,12 @@ async function walk(dir: string, depth: number, out: Set<string>): Promise<void>
   const base = dir.endsWith(path.sep) ? dir : dir + path.sep;
   for (const e of entries) {
     const p = base + e.name;
-    if (e.isDirectory()) await walk(p, depth - 1, out);
-    else if (e.isFile() || e.isSymbolicLink()) out.add(p);
+    if (e.isDirectory()) await walk(p, depth - 1, out, links);
+    else if (e.isFile()) out.add(p);
+    else if (e.isSymbolicLink()) {
+      out.add(p);
+      links.add(p);
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parseListen } from '../admin/server.js';
 import type { Config } from '../config/types.js';
 import { FatalIoError, SpoolshipError } from '../errors.js';
+import { checkLayout } from '../spool/layout.js';
 import { readLockHolder } from '../state/lock.js';
 import { isStatusReport, STATUS_VERSION, totals, type DataSourceStatus, type FileStatus, type StatusReport } from './report.js';
 import { readQueueView } from './queue-reader.js';
@@ -61,7 +62,12 @@ export async function collectStatus(config: Readonly<Config>, now: () => Date = 
 
 export async function reportFromStateDir(config: Readonly<Config>, adminError: string | null, at: Date): Promise<StatusReport> {
   const stateDir = config.state_dir;
-  const [view, queue, pid] = await Promise.all([readStateView(stateDir), readQueueView(path.join(stateDir, 'queue')), readLockHolder(stateDir)]);
+  const [view, queue, pid, layout] = await Promise.all([
+    readStateView(stateDir),
+    readQueueView(path.join(stateDir, 'queue')),
+    readLockHolder(stateDir),
+    checkLayout(config.spool.dir),
+  ]);
   const byDs = new Map<string, FileStatus[]>();
   for (const f of view.files) {
     const size = await sizeIfSameFile(f.meta.path, f.meta.dev, f.meta.ino);
@@ -83,6 +89,7 @@ export async function reportFromStateDir(config: Readonly<Config>, adminError: s
     queue,
     batches_active: view.pendingBatches,
     in_flight: null,
+    spool: { dir: config.spool.dir, missing: layout.missing, skipped_dirs: layout.skippedDirs },
     datasources,
   };
 }

@@ -38,6 +38,8 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
   const active = r.source === 'agent' ? `batches in progress: ${r.batches_active}` : `batches to resend at the next start: ${r.batches_active}`;
   const inFlight = r.in_flight === null ? '' : `; requests in flight: ${r.in_flight}`;
   out.push(`retry queue: ${r.queue.batches} batches, ${humanBytes(r.queue.bytes)}; ${active}${inFlight}`);
+  if (r.spool?.missing) out.push(`warning: spool.dir ${r.spool.dir} does not exist (it is picked up when it appears)`);
+  for (const dir of r.spool?.skipped_dirs ?? []) out.push(`warning: ${dir} is skipped: not a valid Data Source name`);
   out.push('');
   if (r.datasources.length === 0) {
     out.push('no Data Sources yet: no spool file has been tracked');

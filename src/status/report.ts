@@ -72,6 +72,8 @@ export interface StatusReport {
   batches_active: number;
   /** Requests awaiting an answer. */
   in_flight: number | null;
+  /** spool.dir, whether it is missing, and directories under it skipped for an invalid Data Source name. */
+  spool: { dir: string; missing: boolean; skipped_dirs: string[] };
   datasources: DataSourceStatus[];
 }
 

@@ -41,7 +41,8 @@ describe('spoolship check-config (built CLI)', () => {
   it('finds ./config/spoolship.yaml from the working directory (the quick start) with no env', () => {
     const r = runCli(['check-config'], { cwd: ROOT });
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe('');
+    // The quick start's ./spool exists once `npm start` has run; until then that is the one warning.
+    expect(r.stderr.split('\n').filter((l) => l && !l.includes(`spool.dir ${path.join(ROOT, 'spool')} does not exist`))).toEqual([]);
     expect(r.stdout.split('\n')[0]).toBe(`# spoolship effective configuration, from ${path.join(ROOT, 'config/spoolship.yaml')} (found in the working directory)`);
     expect(parse(r.stdout).api.base_url).toBe('embedded');
   });

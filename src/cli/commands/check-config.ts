@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { EXIT_OK } from '../../errors.js';
 import { loadConfig, redactConfig, type LoadedConfig } from '../../config/index.js';
+import { checkLayout } from '../../spool/layout.js';
 import { parseCommandArgs, type Command } from '../command.js';
 
 const usage = `Usage: spoolship check-config [-c FILE]
@@ -63,6 +64,9 @@ const command: Command = {
       onWarning: (w) => io.stderr.write(`spoolship check-config: warning: ${w}\n`),
     });
     io.stdout.write(renderEffectiveConfig(loaded));
+    const layout = await checkLayout(loaded.config.spool.dir);
+    if (layout.missing) io.stderr.write(`spoolship check-config: warning: spool.dir ${loaded.config.spool.dir} does not exist; the agent picks it up when it appears\n`);
+    for (const dir of layout.skippedDirs) io.stderr.write(`spoolship check-config: warning: ${dir} is not a valid Data Source name ([A-Za-z_][A-Za-z0-9_]*, at most 255): its files are not read\n`);
     return EXIT_OK;
   },
 };

@@ -1,0 +1,64 @@
+// Which spool paths may be read: spool.follow_symlinks and spool.exclude,
+// end to end (the agent, real symlinks, the emulator on port 0).
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { Agent } from '../../src/agent/agent.js';
+import { configFor, onCleanup, rows, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+
+async function run(mode: 'inside' | 'any' | 'never', exclude: string[] = []) {
+  const dir = await tempDir();
+  const emu = await startEmu(dir);
+  const spool = path.join(dir, 'spool');
+  // Outside the spool: a secret the agent must not ship.
+  await writeFile(path.join(dir, 'token.txt'), '{"secret":"hunter2"}\n');
+  await writeLines(path.join(spool, 'app', 'real.ndjson'), ['{"real":1}']);
+  await writeLines(path.join(spool, 'archive', 'kept.log'), ['{"inside":1}']);
+  await symlink(path.join(dir, 'token.txt'), path.join(spool, 'app', 'leak.ndjson'));
+  await symlink(path.join(spool, 'archive', 'kept.log'), path.join(spool, 'app', 'inside.ndjson'));
+  await writeLines(path.join(spool, 'app', 'skip-me.ndjson'), ['{"excluded":1}']);
+  await mkdir(path.join(spool, 'app'), { recursive: true });
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const agent = await Agent.start(configFor(dir, emu, { spool: { follow_symlinks: mode, exclude } }), { log: pino({ level: 'info' }, sink), rescanMs: 50 });
+  onCleanup(() => agent.close());
+  // A file written after the others: once it arrives, every earlier file had its scan.
+  await writeLines(path.join(spool, 'app', 'z-last.ndjson'), ['{"last":1}']);
+  await waitFor(() => rows(emu, dir, 'app').includes('{"last":1}'), 'the last file');
+  await waitFor(() => emu.stats().rows.app === rows(emu, dir, 'app').length, 'rows settled');
+  return { rows: rows(emu, dir, 'app').sort(), logs, dir };
+}
+
+describe('spool.follow_symlinks and spool.exclude', () => {
+  it('inside (default): a link to a file outside the spool is skipped with one WARN; a link inside is read', async () => {
+    const r = await run('inside');
+    expect(r.rows).toEqual(['{"excluded":1}', '{"inside":1}', '{"last":1}', '{"real":1}']);
+    const warned = r.logs.filter((l) => l.event === 'symlink_skipped');
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ file: path.join(r.dir, 'spool', 'app', 'leak.ndjson'), target: path.join(r.dir, 'token.txt') });
+  });
+
+  it('any: every link is followed', async () => {
+    const r = await run('any');
+    expect(r.rows).toContain('{"secret":"hunter2"}');
+    expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toEqual([]);
+  });
+
+  it('never: no link is followed, inside or not', async () => {
+    const r = await run('never');
+    expect(r.rows).toEqual(['{"excluded":1}', '{"last":1}', '{"real":1}']);
+    expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toHaveLength(2);
+  });
+
+  it('exclude: matching paths are never read ("**/..." matches anywhere)', async () => {
+    const r = await run('inside', ['**/skip-*.ndjson']);
+    expect(r.rows).toEqual(['{"inside":1}', '{"last":1}', '{"real":1}']);
+  });
+});
