@@ -10,6 +10,11 @@ import Bottleneck from 'bottleneck';
 export interface RateLimiter {
   /** Resolves when one request may start. */
   acquire(): Promise<void>;
+  /**
+   * A 429 asked the budget to wait `ms` (at most 900 s). The sender pauses
+   * itself; a shared budget also pauses every other agent of the budget.
+   */
+  pause(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -19,6 +24,8 @@ export function createLocalLimiter(requestsPerSecond: number): RateLimiter {
   const limiter = new Bottleneck({ minTime: (1000 / requestsPerSecond) * SPACING_MARGIN, maxConcurrent: null });
   return {
     acquire: () => limiter.schedule(() => Promise.resolve()),
+    // One agent's own pause is kept by its sender.
+    pause: () => undefined,
     close: async () => {
       await limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
     },

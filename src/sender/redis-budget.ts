@@ -35,6 +35,7 @@
 // closed, command error or timeout) marks it lost and the owner
 // (redis-limiter.ts) falls back to the local budget and joins a new one
 // when Redis answers again.
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 
@@ -64,6 +65,10 @@ export interface RedisBudget {
   readonly lostError: Error | null;
   /** performance.now() of the latest slot reserved here: requests may still start until then. */
   readonly lastSlotMs: number;
+  /** The join found the budget key broken and reset it. */
+  readonly repairedAtJoin: boolean;
+  /** A 429's Retry-After: no agent of the budget gets a slot for `ms` (at most MAX_PAUSE_MS). */
+  pause(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -75,22 +80,73 @@ export const MAX_RESERVATIONS = 3;
 const RTT_BASELINE_DRIFT = 0.01;
 /** The budget key outlives the last reservation by this much, then Redis frees it. */
 const KEY_IDLE_TTL_MS = 60_000;
+/** A slot more than this past the end of any pause means the budget key is broken (README "Deployment"). */
+export const BROKEN_AFTER_PAUSE_MS = 10_000;
+const BROKEN_AFTER_PAUSE_US = BROKEN_AFTER_PAUSE_MS * 1000;
+/** The longest pause a 429 may set for the fleet (900 s, the longest Retry-After honoured). */
+export const MAX_PAUSE_MS = 900_000;
+const MAX_PAUSE_US = MAX_PAUSE_MS * 1000;
 
-// KEYS[1] budget key; ARGV[1] spacing (µs); ARGV[2] key TTL (ms); ARGV[3]
-// first slot's delay when the key is new (µs). Returns the wait in µs from
-// now until the reserved slot.
+/** The Redis key of a budget's shared pause. */
+export function pauseKey(budgetKey: string): string {
+  return `${budgetKey}:pause`;
+}
+
+// KEYS[1] budget key; KEYS[2] its pause key (a 429's Retry-After, shared
+// by every agent of the budget); ARGV[1] spacing (µs); ARGV[2] key TTL (ms);
+// ARGV[3] first slot's delay when the key is new (µs); ARGV[4] 1 = repair a
+// broken key (at join). Returns the wait in µs from now until the reserved
+// slot, or -1 when the key is broken (not a number, or more than
+// BROKEN_AFTER_PAUSE_US past the end of any pause: someone or something
+// wrote it) and was left alone, or -2 when it was broken and reset.
 const RESERVE_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local cur = redis.call('GET', KEYS[1])
+local pause = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+local floor = math.max(now, pause)
+local raw = redis.call('GET', KEYS[1])
 local nxt = now + tonumber(ARGV[3])
-if cur then nxt = tonumber(cur) end
-local slot = math.max(now, nxt)
+local repaired = false
+if raw then
+  local cur = tonumber(raw)
+  if cur == nil or cur > floor + ${BROKEN_AFTER_PAUSE_US} then
+    if ARGV[4] ~= '1' then return -1 end
+    repaired = true
+  else
+    nxt = cur
+  end
+end
+local slot = math.max(floor, nxt)
 redis.call('SET', KEYS[1], string.format('%d', slot + tonumber(ARGV[1])), 'PX', ARGV[2])
+if repaired then return -2 end
 return slot - now
 `;
 
-type ReservingRedis = Redis & { spoolshipReserve(key: string, spacingUs: number, ttlMs: number, quietIfNewUs: number): Promise<number> };
+// KEYS[1] pause key; ARGV[1] pause length (µs, at most MAX_PAUSE_US).
+// The pause only ever moves later, and expires with itself.
+const PAUSE_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local want = now + math.min(tonumber(ARGV[1]), ${MAX_PAUSE_US})
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if cur > now + ${MAX_PAUSE_US} then cur = 0 end
+if want > cur then
+  redis.call('SET', KEYS[1], string.format('%d', want), 'PX', math.ceil((want - now) / 1000) + 1000)
+end
+return 0
+`;
+
+type ReservingRedis = Redis & {
+  spoolshipReserve(key: string, pause: string, spacingUs: number, ttlMs: number, quietIfNewUs: number, repair: number): Promise<number>;
+  spoolshipPause(pause: string, pauseUs: number): Promise<number>;
+};
+
+/** The budget key holds nonsense or a slot absurdly far away. */
+export class BrokenBudgetError extends Error {
+  constructor(key: string) {
+    super(`the budget key ${key} holds a slot more than ${BROKEN_AFTER_PAUSE_MS / 1000} s past any pause, or no number: someone or something wrote it`);
+  }
+}
 
 export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudget> {
   const client = new Redis(o.url, {
@@ -103,14 +159,21 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     connectTimeout: o.joinTimeoutMs,
     commandTimeout: o.commandTimeoutMs,
   }) as ReservingRedis;
-  client.defineCommand('spoolshipReserve', { numberOfKeys: 1, lua: RESERVE_LUA });
+  client.defineCommand('spoolshipReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+  client.defineCommand('spoolshipPause', { numberOfKeys: 1, lua: PAUSE_LUA });
+  const pause = pauseKey(o.key);
+  /** Aborted by lose(): sleeping callers wake at once (a close must not wait out a slot). */
+  const lostAc = new AbortController();
+  setMaxListeners(0, lostAc.signal);
   const spacingUs = Math.round(o.spacingMs * 1000);
 
   let joined = false;
+  let repairedAtJoin = false;
   let lostError: Error | null = null;
   const lose = (cause: unknown): void => {
     if (lostError) return;
     lostError = cause instanceof Error ? cause : new Error(String(cause));
+    lostAc.abort();
     client.disconnect();
     if (joined) o.onLost(lostError);
   };
@@ -121,8 +184,10 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
 
   try {
     await withTimeout(client.connect(), o.joinTimeoutMs);
-    // Creates the key (with its quiet start) if needed; reserves nothing.
-    await client.spoolshipReserve(o.key, 0, KEY_IDLE_TTL_MS, Math.round(o.quietIfNewMs * 1000));
+    // Creates the key (with its quiet start) if needed, and resets a broken
+    // one (README "Deployment"); reserves nothing.
+    const r = await client.spoolshipReserve(o.key, pause, 0, KEY_IDLE_TTL_MS, Math.round(o.quietIfNewMs * 1000), 1);
+    repairedAtJoin = r === -2;
   } catch (err) {
     lose(err);
     throw lostError;
@@ -137,9 +202,13 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     const sentMs = performance.now();
     let waitUs: number;
     try {
-      waitUs = await client.spoolshipReserve(o.key, spacingUs, KEY_IDLE_TTL_MS, 0);
+      waitUs = await client.spoolshipReserve(o.key, pause, spacingUs, KEY_IDLE_TTL_MS, 0, 0);
     } catch (err) {
       lose(err);
+      throw lostError;
+    }
+    if (waitUs < 0) {
+      lose(new BrokenBudgetError(o.key));
       throw lostError;
     }
     const replyMs = performance.now();
@@ -159,6 +228,11 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     get lastSlotMs() {
       return lastSlotMs;
     },
+    repairedAtJoin,
+    pause: async (ms: number) => {
+      if (lostError) return;
+      await client.spoolshipPause(pause, Math.round(Math.min(ms, MAX_PAUSE_MS) * 1000)).catch(lose);
+    },
     close: async () => {
       joined = false; // a deliberate close is no loss to report
       lose(new Error('shared budget closed'));
@@ -166,7 +240,8 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     acquire: async () => {
       for (let n = 1; ; n++) {
         const slot = await reserve();
-        await sleep(slot.dueMs - performance.now());
+        await sleepUnless(slot.dueMs - performance.now(), lostAc.signal);
+        if (lostError) throw lostError;
         const lateMs = performance.now() - slot.dueMs + slot.excessRttMs;
         if (lateMs <= LATE_TOLERANCE_MS || n >= MAX_RESERVATIONS) return;
       }
@@ -174,8 +249,20 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
   };
 }
 
-function sleep(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+/** Sleep `ms`, or less when `signal` aborts first (the timer is cleared then: nothing keeps the process up). */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -27,7 +27,7 @@ import { performance } from 'node:perf_hooks';
 import { redactUrlPassword } from '../config/index.js';
 import type { Logger } from '../log.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
-import { joinRedisBudget, type RedisBudget } from './redis-budget.js';
+import { BrokenBudgetError, joinRedisBudget, type RedisBudget } from './redis-budget.js';
 
 export interface RedisLimiterOptions {
   redisUrl: string;
@@ -115,6 +115,11 @@ export class RedisLimiter implements RateLimiter {
     }
   }
 
+  pause(ms: number): void {
+    // Best effort: a lost budget is noticed (and logged) by the next acquire.
+    void this.budget?.pause(ms);
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
@@ -162,6 +167,9 @@ export class RedisLimiter implements RateLimiter {
     this.inFallback = false;
     // Also on a first join: a limiter rebuilt by a config reload must clear the gauge its predecessor set.
     o.onFallback(false);
+    if (budget.repairedAtJoin) {
+      o.log.warn({ event: 'budget_key_repaired', ...where }, 'the shared budget key held nonsense or a slot absurdly far away; reset it (check what else writes to this Redis key)');
+    }
     o.log.info(where, rejoined ? 'Redis reachable again: back on the shared request budget' : 'joined the shared request budget (Redis)');
   }
 
@@ -181,6 +189,7 @@ export class RedisLimiter implements RateLimiter {
     this.o.onFallback(true);
     this.o.log.warn(
       {
+        event: err instanceof BrokenBudgetError ? 'budget_broken' : 'budget_unreachable',
         redis: redactUrlPassword(this.o.redisUrl),
         budget_id: this.o.budgetId,
         fallback_requests_per_second: this.o.fallbackRequestsPerSecond,

@@ -349,7 +349,11 @@ export class Sender {
       // Retry-After pauses the whole budget (every Data Source), also when
       // this batch now moves to the disk queue: the queue's replay must not
       // resend it before the server said.
-      if (v.pauseBudget && until > this.pausedUntil) this.pausedUntil = until;
+      if (v.pauseBudget && until > this.pausedUntil) {
+        this.pausedUntil = until;
+        // With a shared budget, every agent of it waits too.
+        this.o.limiter.pause(v.afterMs);
+      }
       if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
       await this.sleepUntil(until);
       if (this.stopping) return 'aborted';

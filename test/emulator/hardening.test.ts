@@ -13,7 +13,7 @@ const zstd = createCodec('zstd', 3);
 
 describe('emulator hardening', () => {
   it('a zstd bomb is answered 413 from its headers, without decoding it', async () => {
-    const emu = await startEmu({ maxBodyBytes: 10_000_000 });
+    const emu = await startEmu({ maxBody: 10_000_000 });
     // 64 MB of one byte compresses to a few KB; its blocks say how large it is.
     const bomb = await zstd.compress(Buffer.alloc(64 * 1024 * 1024, 0x61));
     expect(bomb.length).toBeLessThan(64 * 1024);

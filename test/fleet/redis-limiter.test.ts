@@ -139,6 +139,71 @@ describe('shared request budget over Redis', () => {
     expect(p.logs.filter((l) => l.level === 40)).toHaveLength(1);
   });
 
+  it('a poisoned budget key (a slot a day away) is broken: fall back at once with a log, reset it, rejoin', async () => {
+    const id = uniqueId('poison');
+    const p = await limiter(id, { fallbackRps: 50 });
+    await drive(p.limiter, 3);
+    // Someone sets the key to "now + 1 day" (microseconds, as the script keeps it).
+    const dayAheadUs = (Date.now() + 86_400_000) * 1000;
+    await redis.command('SET', budgetKey(id), String(dayAheadUs));
+    // A request must not wait a day: it is granted (on the fallback) and the limiter says why.
+    await drive(p.limiter, 2);
+    expect(p.fallback).toContain(true);
+    const broken = p.logs.filter((l) => (l as { event?: string }).event === 'budget_broken');
+    expect(broken).toHaveLength(1);
+    // The rejoin resets the key and logs that it did; the shared budget is used again.
+    await waitFor(() => !p.limiter.usingFallback, 'the limiter to rejoin');
+    expect(p.logs.some((l) => (l as { event?: string }).event === 'budget_key_repaired')).toBe(true);
+    expect(Number(await redis.command('GET', budgetKey(id)))).toBeLessThan(dayAheadUs);
+    await drive(p.limiter, 3);
+    expect(p.limiter.usingFallback).toBe(false);
+  });
+
+  it('a key holding nonsense is broken the same way', async () => {
+    const id = uniqueId('nonsense');
+    const p = await limiter(id);
+    await redis.command('SET', budgetKey(id), 'not-a-number');
+    await drive(p.limiter, 2);
+    expect(p.logs.filter((l) => (l as { event?: string }).event === 'budget_broken')).toHaveLength(1);
+    await waitFor(() => !p.limiter.usingFallback, 'the limiter to rejoin');
+  });
+
+  it("a 429's pause is shared: another agent of the budget gets no slot before it ends; it is clamped to 900 s", async () => {
+    const id = uniqueId('pause');
+    const [a, b] = await Promise.all([limiter(id), limiter(id)]);
+    await drive(a.limiter, 1);
+    a.limiter.pause(600);
+    // The pause is written before B asks: wait until Redis holds it.
+    await waitFor(async () => (await redis.command('EXISTS', `${budgetKey(id)}:pause`)) === '1', 'the pause key');
+    const asked = Date.now();
+    await b.limiter.acquire();
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(500);
+    expect(b.limiter.usingFallback).toBe(false);
+    // An absurd pause is clamped: the key expires within 900 s (+1 s), not in decades.
+    a.limiter.pause(2_147_483_648_000);
+    await waitFor(async () => Number(await redis.command('PTTL', `${budgetKey(id)}:pause`)) > 1000, 'the long pause');
+    expect(Number(await redis.command('PTTL', `${budgetKey(id)}:pause`))).toBeLessThanOrEqual(901_000);
+  });
+
+  it('close() returns at once while a request waits for a slot inside a long pause', async () => {
+    const id = uniqueId('closing');
+    const p = await limiter(id);
+    p.limiter.pause(5000);
+    await waitFor(async () => (await redis.command('EXISTS', `${budgetKey(id)}:pause`)) === '1', 'the pause key');
+    let granted = false;
+    const waiting = p.limiter.acquire().then(
+      () => (granted = true),
+      () => (granted = true),
+    );
+    await new Promise((r) => setImmediate(r));
+    const t = Date.now();
+    await p.limiter.close();
+    open.splice(open.indexOf(p.limiter), 1);
+    expect(Date.now() - t).toBeLessThan(4000);
+    await Promise.race([waiting, new Promise((r) => setTimeout(r, 4000))]);
+    expect(granted).toBe(true);
+  });
+
   it('a budget lost while idle flips the gauge without waiting for a request', async () => {
     const p = await limiter(uniqueId('idle'));
     await redis.kill();
