@@ -11,6 +11,7 @@
 // | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
 // | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
+// | SPOOLSHIP_ERR_STATE_CORRUPT       | 1    | no readable checkpoint (both copies fail their check)  |
 // | SPOOLSHIP_ERR_STATE_DIR_LOST      | 1    | state_dir or its lock file was removed or replaced while running |
 // | SPOOLSHIP_ERR_NETWORK             | 1    | no HTTP answer: connection refused/reset, DNS, timeout |
 // | SPOOLSHIP_ERR_WAIT_TIMEOUT        | 1    | an accepted cluster operation did not finish in time |
@@ -119,6 +120,20 @@ export class PreconditionError extends SpoolshipError {
 export class FatalIoError extends SpoolshipError {
   constructor(message: string, cause: unknown) {
     super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });
+  }
+}
+
+/** Neither checkpoint.json nor its .prev passes its check: what was delivered is unknown, so nothing starts. */
+export class StateCorruptError extends SpoolshipError {
+  constructor(
+    readonly stateDir: string,
+    readonly problems: string[],
+  ) {
+    super(
+      'SPOOLSHIP_ERR_STATE_CORRUPT',
+      `no readable checkpoint in ${stateDir} (${problems.join('; ')}); restore checkpoint.json from a backup, or move the state_dir away to start over (every spool file is then read again from its start: duplicates, never a gap)`,
+      EXIT_FAILURE,
+    );
   }
 }
 

@@ -152,8 +152,20 @@ export class Agent {
     const log = deps.log;
     this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.onJournalError(err) });
     const rec = this.store.recovery;
-    if (rec.usedPrevCheckpoint) log.warn({ state_dir: c.state_dir }, 'checkpoint unreadable; recovered from checkpoint.json.prev');
-    if (rec.tornJournal) log.warn('journal had a torn tail (crash during a write); cut it off');
+    if (rec.usedPrevCheckpoint) {
+      log.error(
+        { event: 'state_corrupt', what: 'checkpoint', file: path.join(c.state_dir, 'checkpoint.json'), problem: rec.checkpointProblem },
+        'checkpoint.json failed its check; recovered from checkpoint.json.prev and the journals (batches since may be sent again; no line is skipped)',
+      );
+    }
+    if (rec.upgradedCheckpoint) log.warn({ event: 'checkpoint_upgraded', state_dir: c.state_dir }, 'checkpoint in the previous format (version 1, no CRC) read; it is rewritten as version 2 (an older spoolship cannot read it)');
+    if (rec.tornJournal) log.warn({ event: 'journal_torn_tail' }, 'journal had a torn tail (crash during a write); cut it off');
+    for (const bad of rec.corruptJournal) {
+      log.error(
+        { event: 'state_corrupt', what: 'journal', file: bad.file, bytes: [bad.start, bad.end] },
+        'journal damaged (not a torn tail): the records in these bytes are lost, the ones after them were read; batches they acknowledged may be sent again, no line is skipped',
+      );
+    }
     this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
       metrics.deadLetterDropped.inc();
       log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');

@@ -66,15 +66,21 @@ export async function listJournals(stateDir: string): Promise<number[]> {
 export interface JournalReadResult {
   records: JournalRecord[];
   tornTail: boolean;
+  /** Damaged byte ranges (not a torn tail): their records are lost, the ones after them read. */
+  corrupt: Array<{ start: number; end: number }>;
 }
 
-export async function readJournal(file: string): Promise<JournalReadResult> {
+/** A journal record is a JSON object: `{` ... `}`. */
+const looksLikeRecord = (p: Buffer): boolean => p.length >= 2 && p[0] === 0x7b && p[p.length - 1] === 0x7d;
+
+/** Read a journal; with `repair`, cut a torn tail off the file (the agent; `status` reads only). */
+export async function readJournal(file: string, repair = true): Promise<JournalReadResult> {
   const data = await fsp.readFile(file);
-  const { payloads, validBytes, tornTail } = unframeAll(data);
-  if (tornTail) await fsp.truncate(file, validBytes);
+  const { payloads, validBytes, tornTail, corrupt } = unframeAll(data, looksLikeRecord);
+  if (tornTail && repair) await fsp.truncate(file, validBytes);
   const records: JournalRecord[] = [];
   for (const p of payloads) records.push(JSON.parse(p.toString('utf8')) as JournalRecord);
-  return { records, tornTail };
+  return { records, tornTail, corrupt };
 }
 
 /** Writer for the current journal file with group commit. */

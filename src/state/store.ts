@@ -1,7 +1,7 @@
 // Durable progress: the journal (journal.ts) plus a compacted checkpoint.
 //
 // On-disk layout in state_dir:
-//   checkpoint.json        {"version":1,"journal_seq":S,"next_id":N,"files":[...],"intents":[...]}
+//   checkpoint.json        {"version":2,"journal_seq":S,"next_id":N,"files":[...],"intents":[...]} + a CRC line (checkpoint-format.ts)
 //   checkpoint.json.prev   the previous checkpoint, used when checkpoint.json is unreadable
 //   journal-<seq>.log      framed records appended since the checkpoint that names seq
 //
@@ -14,7 +14,7 @@
 //   offset back to the gap, and batches recorded after it are read again.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { FatalIoError } from '../errors.js';
+import { StateCorruptError } from '../errors.js';
 import { sameContentStart } from '../spool/identity.js';
 import { listInodes } from '../spool/walk.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -28,10 +28,10 @@ import {
   type JournalRecord,
   type RangeRecord,
 } from './journal.js';
+import { CHECKPOINT_VERSION, decodeCheckpoint, encodeCheckpoint } from './checkpoint-format.js';
 import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.json';
-const CHECKPOINT_VERSION = 1;
 
 export interface IntentInfo {
   id: number;
@@ -55,7 +55,13 @@ export interface Recovery {
   /** Where reading resumes per file key. */
   resumeAt: Map<string, number>;
   usedPrevCheckpoint: boolean;
+  /** Why checkpoint.json was not used, when .prev was (it failed its check). */
+  checkpointProblem: string | null;
+  /** The checkpoint was in the previous format (version 1, no CRC); it is rewritten as version 2. */
+  upgradedCheckpoint: boolean;
   tornJournal: boolean;
+  /** Damaged stretches of journals: the records in them are lost (their batches may be sent again; no line is skipped). */
+  corruptJournal: Array<{ file: string; start: number; end: number }>;
 }
 
 /** What an identity check saw of a file. */
@@ -178,7 +184,7 @@ export class StateStore {
     this.journal = next;
     const snapshot = this.snapshot(newSeq, this.seq);
     await old.close();
-    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), JSON.stringify(snapshot));
+    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), encodeCheckpoint(snapshot));
     const keepFrom = this.seq;
     this.prevSeq = this.seq;
     this.seq = newSeq;
@@ -241,7 +247,7 @@ export class StateStore {
   private async load(): Promise<void> {
     const dir = this.opts.stateDir;
     await fsp.mkdir(dir, { recursive: true });
-    const { cp, usedPrev } = await readCheckpoint(dir);
+    const { cp, usedPrev, legacy, problem } = await readCheckpoint(dir);
     const progress = this.progress;
     const doneIds = new Set<number>();
     if (cp) {
@@ -257,11 +263,14 @@ export class StateStore {
       for (const i of cp.intents) this.intents.set(i.id, i);
     }
     let tornJournal = false;
+    const corruptJournal: Recovery['corruptJournal'] = [];
     const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
     const seqs = (await listJournals(dir)).filter((s) => s >= startSeq);
     for (const s of seqs) {
-      const { records, tornTail } = await readJournal(journalPath(dir, s));
+      const file = journalPath(dir, s);
+      const { records, tornTail, corrupt } = await readJournal(file);
       tornJournal ||= tornTail;
+      for (const c of corrupt) corruptJournal.push({ file, ...c });
       for (const r of records) this.apply(r, doneIds);
     }
     const resumeAt = this.settle();
@@ -270,7 +279,10 @@ export class StateStore {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
       resumeAt,
       usedPrevCheckpoint: usedPrev,
+      checkpointProblem: problem,
+      upgradedCheckpoint: legacy,
       tornJournal,
+      corruptJournal,
     };
     this.prevSeq = cp?.journal_seq ?? 0;
     this.seq = Math.max(0, ...seqs, cp?.journal_seq ?? 0);
@@ -442,7 +454,7 @@ async function findByIdentity(meta: FileMeta, inodesIn: (dir: string) => Promise
  * is readable it throws: never silently "start at end", since without it we
  * do not know what was delivered.
  */
-export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean }> {
+export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean; legacy: boolean; problem: string | null }> {
   const file = path.join(stateDir, CHECKPOINT_FILE);
   let sawAny = false;
   const problems: string[] = [];
@@ -458,19 +470,10 @@ export async function readCheckpoint(stateDir: string): Promise<{ cp: Checkpoint
       throw err;
     }
     sawAny = true;
-    try {
-      const cp = JSON.parse(text) as CheckpointFile;
-      if (cp.version !== CHECKPOINT_VERSION) throw new Error(`unsupported version ${String(cp.version)}`);
-      return { cp, usedPrev: isPrev };
-    } catch (err) {
-      problems.push(`${f}: ${(err as Error).message}`);
-    }
+    const parsed = decodeCheckpoint<CheckpointFile>(text);
+    if (parsed.ok) return { cp: parsed.value, usedPrev: isPrev, legacy: parsed.legacy, problem: problems[0] ?? null };
+    problems.push(`${f}: ${parsed.why}`);
   }
-  if (sawAny) {
-    throw new FatalIoError(
-      `no readable checkpoint in ${stateDir} (${problems.join('; ')}); restore it, or move the state_dir away to start over`,
-      null,
-    );
-  }
-  return { cp: null, usedPrev: false };
+  if (sawAny) throw new StateCorruptError(stateDir, problems);
+  return { cp: null, usedPrev: false, legacy: false, problem: null };
 }

@@ -9,9 +9,8 @@
 // record (ignored, not cut), and a journal deleted between listing and
 // reading (two checkpoints went by) restarts the read.
 import { promises as fsp } from 'node:fs';
-import { journalPath, listJournals, type FileMeta, type JournalRecord } from '../state/journal.js';
+import { journalPath, listJournals, readJournal, type FileMeta, type JournalRecord } from '../state/journal.js';
 import { readCheckpoint } from '../state/store.js';
-import { unframeAll } from '../util/framing.js';
 
 const READ_ATTEMPTS = 3;
 
@@ -57,8 +56,9 @@ async function readOnce(stateDir: string): Promise<StateView> {
   }
   const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
   for (const seq of (await listJournals(stateDir)).filter((s) => s >= startSeq)) {
-    const { payloads } = unframeAll(await fsp.readFile(journalPath(stateDir, seq)));
-    for (const p of payloads) apply(JSON.parse(p.toString('utf8')) as JournalRecord, files, doneIds);
+    // The agent's own reader (torn tails and damaged records alike), without repairing anything.
+    const { records } = await readJournal(journalPath(stateDir, seq), false);
+    for (const r of records) apply(r, files, doneIds);
   }
   const out: FileProgressView[] = [];
   const pending = new Set<number>();

@@ -1,3 +1,4 @@
+import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -96,7 +97,9 @@ describe('rotation and file handling', () => {
     await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
     await first.stop();
     // The checkpoint keeps each file's identity-checked stat.
-    const cp = JSON.parse(await readFile(path.join(dir, 'state', 'checkpoint.json'), 'utf8')) as { files: Array<{ path: string; seen?: number[] }> };
+    const parsed = decodeCheckpoint<{ version: number; files: Array<{ path: string; seen?: number[] }> }>(await readFile(path.join(dir, 'state', 'checkpoint.json'), 'utf8'));
+    if (!parsed.ok) throw new Error(parsed.why);
+    const cp = parsed.value;
     expect(cp.files.map((f) => [path.basename(f.path), f.seen?.length]).sort()).toEqual([
       ['kept.ndjson', 3],
       ['rewritten.ndjson', 3],
@@ -120,7 +123,8 @@ describe('rotation and file handling', () => {
     await writeLines(real, lines);
     await mkdir(path.join(dir, 'spool', 'ev'), { recursive: true });
     await symlink(real, path.join(dir, 'spool', 'ev', 'linked.ndjson'));
-    const { stop } = await startAgent(configFor(dir, emu));
+    // The target is outside spool.dir: followed only with follow_symlinks: any (inside is test/spool/admission.test.ts).
+    const { stop } = await startAgent(configFor(dir, emu, { spool: { follow_symlinks: 'any' } }));
     await waitFor(() => rows(emu, dir, 'ev').length === 300, 'rows');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
@@ -187,6 +191,8 @@ describe('rotation and file handling', () => {
     const f = path.join(dir2, 'spool', 'ev', 'a.ndjson');
     await writeLines(f, ['{"old":1}']);
     const second = await startAgent(configFor(dir2, emu2, { spool: { start_at: 'end' } }));
+    // Append only once the first scan has found the file (at its end): before that, the new line would be "existing data" too.
+    await waitFor(() => (second.agent.status() as { datasources: Array<{ files: unknown[] }> }).datasources.some((d) => d.files.length > 0), 'the file found at start');
     await writeLines(f, ['{"new":1}']);
     await waitFor(() => rows(emu2, dir2, 'ev').length === 1, 'new line');
     await second.stop();

@@ -1,0 +1,103 @@
+// Hand-damaged state files: a flipped byte in a checkpoint or mid-journal,
+// both checkpoints damaged, and a checkpoint of the previous format. The
+// agent reports damage as an ERROR naming the file, falls back to what is
+// intact, and never skips a line or sends a fragment.
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
+import { LINE_BYTES, checkDelivery, kill9, lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from './helpers.js';
+
+const events = (p: AgentProcess, event: string) => p.logs.filter((l) => l.event === event);
+
+async function shipThenStop(n: number, how: 'sigterm' | 'kill9') {
+  const dir = await tempDir();
+  const t = await startEmu(dir);
+  const cfg = await writeConfig(dir, t, { batch: { max_bytes: 50 * LINE_BYTES, linger_ms: 50 } });
+  const file = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+  mkdirSync(path.dirname(file), { recursive: true });
+  appendFileSync(file, lines('d', 0, n));
+  const p = spawnAgent(cfg.configFile);
+  await p.started;
+  await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= n, `${n} lines`);
+  if (how === 'kill9') await kill9(p);
+  else {
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  }
+  return { t, cfg, file };
+}
+
+async function finish(p: AgentProcess, t: Awaited<ReturnType<typeof shipThenStop>>['t'], total: number) {
+  await waitFor(async () => (await checkDelivery(t, 'ev', 'd', total)).missing === 0, `all ${total} lines`, 30_000, 100);
+  p.child.kill('SIGTERM');
+  expect((await p.exited).code).toBe(0);
+  const r = await checkDelivery(t, 'ev', 'd', total);
+  expect({ missing: r.missing, unexpected: r.unexpected }).toEqual({ missing: 0, unexpected: 0 });
+  return r;
+}
+
+describe('damaged state (process)', () => {
+  it('an edited checkpoint.json fails its CRC: ERROR naming it, .prev and the journals are used, no line skipped, no fragment sent', async () => {
+    const { t, cfg, file } = await shipThenStop(1000, 'sigterm');
+    const cpFile = path.join(cfg.stateDir, 'checkpoint.json');
+    // Move the committed offset 505 lines on, into the middle of a line.
+    const text = readFileSync(cpFile, 'utf8').replace(/"committed":(\d+)/, (_m, c: string) => `"committed":${Number(c) - 505 * LINE_BYTES + 37}`);
+    writeFileSync(cpFile, text);
+    appendFileSync(file, lines('d', 1000, 200));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    const r = await finish(p, t, 1200);
+    expect(events(p, 'state_corrupt')).toEqual([expect.objectContaining({ what: 'checkpoint', file: cpFile, level: 50 })]);
+    expect(r.duplicates).toBe(0);
+  });
+
+  it('a flipped byte mid-journal is corruption, not a torn tail: ERROR naming the journal, the records after it still count', async () => {
+    const { t, cfg, file } = await shipThenStop(3000, 'kill9');
+    const journals = readdirSync(cfg.stateDir).filter((n) => /^journal-\d+\.log$/.test(n)).sort();
+    const journal = path.join(cfg.stateDir, journals.at(-1)!);
+    const data = readFileSync(journal);
+    expect(data.length).toBeGreaterThan(500);
+    // Inside a record's JSON, a third of the way in.
+    let at = Math.floor(data.length / 3);
+    while (data[at] !== 0x22) at++; // a quote character: its flip keeps the length field intact
+    data[at] = 0x27;
+    writeFileSync(journal, data);
+    appendFileSync(file, lines('d', 3000, 100));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await finish(p, t, 3100);
+    const bad = events(p, 'state_corrupt');
+    expect(bad).toHaveLength(1);
+    expect(bad[0]).toMatchObject({ what: 'journal', file: journal, level: 50 });
+    expect(events(p, 'journal_torn_tail')).toEqual([]);
+  });
+
+  it('both checkpoint copies damaged: exit 1 saying how to start over, nothing sent', async () => {
+    const { t, cfg } = await shipThenStop(200, 'sigterm');
+    for (const f of ['checkpoint.json', 'checkpoint.json.prev']) writeFileSync(path.join(cfg.stateDir, f), '{"version":2,"garbage":true}\n#crc32 00000000\n');
+    const before = t.emu.stats().requests_by_status['200'] ?? 0;
+    const p = spawnAgent(cfg.configFile);
+    const exit = await p.exited;
+    expect(exit.code).toBe(1);
+    expect(p.rawErr.join('\n')).toMatch(/no readable checkpoint in .*start over/);
+    expect(t.emu.stats().requests_by_status['200'] ?? 0).toBe(before);
+  });
+
+  it('a version 1 checkpoint (the previous release) is read once with a WARN and rewritten as version 2: nothing is shipped again', async () => {
+    const { t, cfg, file } = await shipThenStop(500, 'sigterm');
+    const cpFile = path.join(cfg.stateDir, 'checkpoint.json');
+    for (const f of [cpFile, `${cpFile}.prev`]) {
+      const parsed = decodeCheckpoint<{ version: number }>(readFileSync(f, 'utf8'));
+      if (!parsed.ok) throw new Error(parsed.why);
+      writeFileSync(f, JSON.stringify({ ...parsed.value, version: 1 }));
+    }
+    appendFileSync(file, lines('d', 500, 50));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    const r = await finish(p, t, 550);
+    expect(r.duplicates).toBe(0);
+    expect(events(p, 'checkpoint_upgraded')).toHaveLength(1);
+    expect(readFileSync(cpFile, 'utf8')).toMatch(/"version":2.*\n#crc32 [0-9a-f]{8}\n$/);
+  });
+});
