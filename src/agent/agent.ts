@@ -32,7 +32,7 @@ import { systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
-import { locateLines, reformBatch } from './reform.js';
+import { locateLines, rangeCrcs, reformBatch } from './reform.js';
 import { TokenSource } from './token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
 import { CountLog } from './count-log.js';
@@ -135,6 +135,7 @@ export class Agent {
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
       await this.replayRecovered();
+      this.reconcileQueue();
       await this.startAdmin();
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), this.tickMs);
@@ -168,12 +169,14 @@ export class Agent {
     }
     this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
       metrics.deadLetterDropped.inc();
+      metrics.linesLost.inc({ datasource: input.datasource, reason: 'dead_letter_full' });
       log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
     });
     await this.deadLetters.open();
     this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
       metrics.queueCorrupt.inc();
-      log.warn({ what }, 'retry queue: skipped a torn or corrupt record');
+      log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
+      this.reconcileQueue();
     });
     if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     // A kill -9 after a batch was queued durably and before its journal ack
@@ -241,7 +244,59 @@ export class Agent {
       maxBatchBytes: c.batch.max_bytes,
       onStateFault: (f) => this.onStateFault(f),
       onFatal: (err) => this.fatal(err),
+      crcsOf: (ranges) => rangeCrcs(ranges, (k) => this.pathOf(k), (k) => this.store.progress.files.get(k)?.meta),
     });
+  }
+
+  private reconciling: Promise<void> | null = null;
+  private reconcileAgain = false;
+
+  /**
+   * Queued batches the state knows and the queue can no longer read (a
+   * damaged record): their lines are read again from the spool when every
+   * range still has the CRC it had when queued, else counted as lost. Never
+   * silent either way.
+   */
+  private reconcileQueue(): void {
+    if (this.closing || !this.pipeline) return;
+    if (this.reconciling) {
+      // A record found damaged while a check runs: check again after it.
+      this.reconcileAgain = true;
+      return;
+    }
+    this.reconciling = this.recoverUnreadableQueued()
+      .catch((err) => this.fatal(err))
+      .finally(() => {
+        this.reconciling = null;
+        if (this.reconcileAgain) {
+          this.reconcileAgain = false;
+          this.reconcileQueue();
+        }
+      });
+  }
+
+  private async recoverUnreadableQueued(): Promise<void> {
+    const readable = await this.queue.batchIds();
+    const metaOf = (k: string) => this.store.progress.files.get(k)?.meta;
+    for (const q of this.store.queuedIntents()) {
+      if (readable.has(q.id)) continue;
+      const ranges = q.ranges.map(({ crc: _crc, ...r }) => r);
+      const now = await rangeCrcs(ranges, (k) => this.pathOf(k), metaOf);
+      const intact = q.ranges.length > 0 && q.ranges.every((r, i) => r.crc !== null && now[i] === r.crc);
+      const where = { event: 'queue_corrupt', datasource: q.ds, batch: q.id, lines: q.lines, ranges: ranges.map((r) => [this.pathOf(r.file) ?? r.file, r.start, r.end]) };
+      if (!intact) {
+        this.store.completeQueued(q.id);
+        this.metrics.linesLost.inc({ datasource: q.ds, reason: 'queue_corrupt' }, q.lines);
+        this.deps.log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
+        continue;
+      }
+      const info = await this.pipeline.retryStateWrite(() => this.store.recordResend(q.ds, ranges));
+      this.store.completeQueued(q.id);
+      this.deps.log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
+      const r = await reformBatch(info.ranges, (k) => this.pathOf(k), metaOf);
+      await this.pipeline.waitForRoom();
+      this.pipeline.submitRecovered({ id: info.id, ds: q.ds, body: r.body, lines: r.lines, firstAt: this.clock.now() });
+    }
   }
 
   private createBatcher(): Batcher {
@@ -318,6 +373,7 @@ export class Agent {
       now: () => clock.now(),
       onChange: () => this.updateQueueMetrics(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
+      onDelivered: (id) => this.store.completeQueued(id),
       retryStateWrite: (fn) => this.pipeline.retryStateWrite(fn),
       onFatal: (err) => this.fatal(err),
     });
@@ -636,6 +692,7 @@ export class Agent {
     this.stopTimers();
     await this.within(this.spooler.stop(), stopWaitingAt);
     this.batcher.closeAll();
+    await this.within(this.reconciling ?? Promise.resolve(), stopWaitingAt);
     await this.pipeline.drainUntil(stopWaitingAt);
     this.sender.stop();
     this.pipeline.stop();

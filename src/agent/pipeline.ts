@@ -9,6 +9,7 @@ import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { RangeRecord } from '../state/journal.js';
 import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 import type { Sender } from '../sender/sender.js';
@@ -65,6 +66,8 @@ export class Pipeline {
       maxBatchBytes: number;
       onStateFault: (fault: StateFault) => void;
       onFatal: (err: unknown) => void;
+      /** CRC-32 of each range's file bytes (reform.ts rangeCrcs). */
+      crcsOf: (ranges: readonly RangeRecord[]) => Promise<Array<number | null>>;
     },
   ) {
     this.lastAckAt = o.clock.now();
@@ -216,9 +219,15 @@ export class Pipeline {
     // does the committed offset pass it. Without room it stays a journal
     // intent and is re-formed from the spool at the next start.
     if (!canDefer()) return;
+    // The ranges' bytes now, so a damaged queue record can be read again from
+    // the spool (only if they are still the same): computed before the
+    // record exists, read from the page cache, only for batches that queue.
+    const ranges = store.intentRanges(batch.id) ?? [];
+    const crcs = await this.o.crcsOf(ranges);
     await this.retryStateWrite(() =>
       this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
     );
+    await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     await this.retryStateWrite(async () => void store.completeBatch(batch.id));
     this.o.onQueued();
   }

@@ -4,6 +4,7 @@
 // the platform's 5-hour deduplication of partial inserts applies.
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
+import zlib from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
 import { locateByIdentity } from '../state/store.js';
@@ -69,6 +70,17 @@ function eachLine(data: Buffer, base: number, fn: (content: Buffer, offset: numb
     if (end > pos) fn(data.subarray(pos, end), base + pos);
     pos = next;
   }
+}
+
+/** CRC-32 of each range's file bytes now (null where the file cannot be read): kept with a queued batch, so a damaged queue record can be re-read from the spool only when the bytes are still the same. */
+export async function rangeCrcs(ranges: readonly RangeRecord[], pathOf: (key: string) => string | undefined, identityOf?: IdentityOf): Promise<Array<number | null>> {
+  const out: Array<number | null> = [];
+  for (const r of ranges) {
+    const p = pathOf(r.file);
+    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
+    out.push(data ? zlib.crc32(data) : null);
+  }
+  return out;
 }
 
 export interface ReformResult {

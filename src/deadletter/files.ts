@@ -7,8 +7,15 @@
 // newline, and the next append is glued to it. The glued record is split
 // off and read; the fragment is kept as an unreadable line (never dropped:
 // we cannot prove it is a copy).
+//
+// Record format, version 2: the JSON object of the record's fields, then
+// `"v":2` and `"crc32":"<8 hex>"` as its last two keys; the CRC (zlib.crc32)
+// covers the line up to `,"crc32":` with the closing `}`. A line whose CRC
+// does not match is unreadable (listed as such, never replayed). Version 1
+// lines (no `v`, no CRC) are read as they are.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import type { DeadLetterReason, DeadLetterRecord } from './store.js';
 
 export const REPLAYING_SUFFIX = '.ndjson.replaying';
@@ -79,7 +86,20 @@ export function parseEntries(text: string): Entry[] {
   return out;
 }
 
+const CRC_KEY = ',"crc32":"';
+
+/** One record as a version 2 line (without its newline). */
+export function encodeRecord(rec: DeadLetterRecord): string {
+  const body = JSON.stringify({ ...rec, v: 2 });
+  return `${body.slice(0, -1)}${CRC_KEY}${zlib.crc32(Buffer.from(body)).toString(16).padStart(8, '0')}"}`;
+}
+
 function parseRecord(line: string): DeadLetterRecord | null {
+  const at = line.lastIndexOf(CRC_KEY);
+  if (at !== -1 && line.endsWith('"}') && line.length - at === CRC_KEY.length + 10) {
+    const want = line.slice(at + CRC_KEY.length, -2);
+    if (zlib.crc32(Buffer.from(`${line.slice(0, at)}}`)).toString(16).padStart(8, '0') !== want) return null;
+  }
   try {
     const v = JSON.parse(line) as Partial<DeadLetterRecord> | null;
     if (!v || typeof v !== 'object' || typeof v.datasource !== 'string' || typeof v.reason !== 'string') return null;

@@ -29,7 +29,7 @@ import { promises as fsp } from 'node:fs';
 import { FatalIoError, StateLockedError, UsageError } from '../errors.js';
 import { acquireLock } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
-import { listDeadLetterFiles, liveFile, matches, parseEntries, readEntries, replayingFile, specRecord, type Entry, type Filter } from './files.js';
+import { encodeRecord, listDeadLetterFiles, liveFile, matches, parseEntries, readEntries, replayingFile, specRecord, type Entry, type Filter } from './files.js';
 import type { LineResult, LineSender, StopReason } from './replay-sender.js';
 import { recordLineBytes, type DeadLetterRecord } from './store.js';
 
@@ -144,7 +144,7 @@ function survivors(entries: Entry[], answers: Map<number, LineResult>, sum: Repl
     else if (a.kind === 'ack') sum.acknowledged++;
     else if (a.kind === 'rejected') {
       sum.rejected++;
-      keep.push(JSON.stringify(specRecord({ ...e.rec!, reason: a.reason, status: a.status, at: now().toISOString() } satisfies DeadLetterRecord)));
+      keep.push(encodeRecord(specRecord({ ...e.rec!, reason: a.reason, status: a.status, at: now().toISOString() } satisfies DeadLetterRecord)));
     } else {
       sum.not_sent++;
       keep.push(e.raw);

@@ -11,6 +11,7 @@
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { encodeRecord } from './files.js';
 
 export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error';
 
@@ -92,7 +93,7 @@ export class DeadLetterStore {
   }
 
   add(input: DeadLetterInput): Promise<'stored' | 'dropped'> {
-    const text = `${JSON.stringify(toRecord(input, this.now()))}\n`;
+    const text = `${encodeRecord(toRecord(input, this.now()))}\n`;
     const size = Buffer.byteLength(text);
     if (this.totalBytes + size > this.maxBytes) {
       this.onDrop(input);

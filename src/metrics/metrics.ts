@@ -87,6 +87,12 @@ export function createMetrics(sources: MetricsSources = {}) {
       labelNames: ['datasource'],
       registers: reg,
     }),
+    linesLost: new client.Counter({
+      name: 'spoolship_lines_lost_total',
+      help: 'Lines that could not be delivered nor kept: queue_corrupt (a damaged queue record whose lines changed in the spool), dead_letter_full',
+      labelNames: ['datasource', 'reason'],
+      registers: reg,
+    }),
     learnedMaxBodyBytes: new client.Gauge({
       name: 'spoolship_learned_max_body_bytes',
       help: 'Largest uncompressed request body sent: batch.max_bytes, or lower after a 413 (grows back 10 % per 5 minutes)',

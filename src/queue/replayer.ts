@@ -24,6 +24,8 @@ export class QueueReplayer {
       log: Logger;
       now: () => number;
       onChange: () => void;
+      /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
+      onDelivered: (id: number) => void;
       onPastDedupWindow: () => void;
       /** Runs a state write, waiting out a full or read-only state_dir (the pipeline's retryStateWrite). */
       retryStateWrite: <T>(fn: () => Promise<T>) => Promise<T>;
@@ -71,6 +73,9 @@ export class QueueReplayer {
       });
       if (result === 'done') {
         // ENOSPC here is the disk_full state, as anywhere: wait for space.
+        // The state forgets the queued batch first: a damaged-record check in
+        // between must never take an acknowledged batch for a lost one.
+        this.o.onDelivered(rec.header.id);
         await this.o.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else {

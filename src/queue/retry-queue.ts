@@ -15,8 +15,12 @@
 //   the source files' committed offsets pass the batch (DESIGN invariant 1).
 // - Records are read back lazily, one at a time; only an index of offsets is
 //   kept in memory, never the bodies.
-// - A torn tail (crash mid-write) is truncated at open; a record whose CRC does
-//   not match is skipped and counted when read. Neither is fatal.
+// - A torn tail (crash mid-write) is truncated at open; a damaged record
+//   (its CRC does not match, or its length runs past the end while a valid
+//   record follows) is skipped and reported (onCorrupt). Neither is fatal:
+//   the agent reads a damaged record's lines again from the spool when its
+//   ranges still have the CRCs kept with the queued batch (state store), and
+//   counts them in spoolship_lines_lost_total otherwise.
 // - A segment is deleted once every record in it is acknowledged and it is no
 //   longer the one being written.
 // - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
@@ -150,9 +154,11 @@ export class RetryQueue {
       e.leased = true;
       const rec = await this.read(e);
       if (!rec) {
-        // Corrupt: skip it for good (counted once), as if acknowledged.
-        this.onCorrupt(`segment ${e.seg} offset ${e.off}`);
+        // Corrupt: skip it for good (counted once), as if acknowledged; the
+        // owner is told after the ack, so it finds the record gone and reads
+        // its lines again from the spool.
         await this.ack({ seg: e.seg, off: e.off });
+        this.onCorrupt(`segment ${e.seg} offset ${e.off}`);
         continue;
       }
       return rec;
@@ -281,7 +287,17 @@ export class RetryQueue {
         while (off + FRAME_HEADER_BYTES <= size) {
           await fh.read(head, 0, FRAME_HEADER_BYTES, off);
           const len = FRAME_HEADER_BYTES + head.readUInt32LE(0);
-          if (off + len > size) break;
+          if (off + len > size) {
+            // A damaged length field looks like a torn tail: only when no
+            // valid record follows is it one. Otherwise index on from there
+            // (the damaged record is reported; its lines are read again from
+            // the spool by the agent).
+            const next = await nextValidRecord(fh, off + 1, size);
+            if (next === -1) break;
+            this.onCorrupt(`damaged record in segment ${seg} at offset ${off} (${next - off} bytes)`);
+            off = next;
+            continue;
+          }
           const isAcked = acked.has(`${seg}:${off}`);
           this.entries.push({ seg, off, len, acked: isAcked, leased: false });
           if (!isAcked) {
@@ -335,6 +351,23 @@ export class RetryQueue {
     await fsyncDir(this.dir);
     this.acksFh = await fsp.open(file, 'a');
   }
+}
+
+/** The offset of the first record from `from` on whose length fits and whose CRC matches, or -1 (read only after damage). */
+async function nextValidRecord(fh: FileHandle, from: number, size: number): Promise<number> {
+  const rest = Buffer.allocUnsafe(size - from);
+  await fh.read(rest, 0, rest.length, from);
+  for (let p = 0; p + FRAME_HEADER_BYTES + 4 <= rest.length; p++) {
+    const len = rest.readUInt32LE(p);
+    const end = p + FRAME_HEADER_BYTES + len;
+    if (len < 4 || end > rest.length) continue;
+    const payload = rest.subarray(p + FRAME_HEADER_BYTES, end);
+    const headLen = payload.readUInt32LE(0);
+    // A record's header is JSON: a cheap check before the CRC.
+    if (headLen + 4 > len || payload[4] !== 0x7b) continue;
+    if (zlib.crc32(payload) === rest.readUInt32LE(p + 4)) return from + p;
+  }
+  return -1;
 }
 
 /** Positional write of `bufs` back to back from `off`, looping over short writes. */

@@ -35,10 +35,25 @@ export interface FileMeta {
 
 export type JournalRecord =
   | ({ t: 'f' } & FileMeta)
-  | { t: 'i'; id: number; ds: string; ranges: RangeRecord[]; at: number }
+  | { t: 'i'; id: number; ds: string; ranges: RangeRecord[]; at: number; resend?: boolean }
   | { t: 'a'; id: number }
   | { t: 'd'; ranges: RangeRecord[] }
-  | { t: 'x'; key: string };
+  | { t: 'x'; key: string }
+  | ({ t: 'q' } & QueuedIntent)
+  | { t: 'qa'; id: number };
+
+/**
+ * A batch durably in the disk queue: its file ranges with the CRC-32 of each
+ * range's bytes when it was queued (null: unreadable then). If its queue
+ * record is damaged, the lines are read again from the spool when every
+ * range still has that CRC; otherwise they are counted as lost.
+ */
+export interface QueuedIntent {
+  id: number;
+  ds: string;
+  lines: number;
+  ranges: Array<RangeRecord & { crc: number | null }>;
+}
 
 export const GROUP_COMMIT_MS = 100;
 /**

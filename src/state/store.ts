@@ -26,6 +26,7 @@ import {
   readJournal,
   type FileMeta,
   type JournalRecord,
+  type QueuedIntent,
   type RangeRecord,
 } from './journal.js';
 import { CHECKPOINT_VERSION, decodeCheckpoint, encodeCheckpoint } from './checkpoint-format.js';
@@ -38,6 +39,8 @@ export interface IntentInfo {
   ds: string;
   ranges: RangeRecord[];
   at: number;
+  /** Lines read again for a damaged queue record: their ranges are committed already, so the intent is kept by itself. */
+  resend?: boolean;
 }
 
 export interface CheckpointFile {
@@ -47,6 +50,8 @@ export interface CheckpointFile {
   next_id: number;
   files: Array<FileMeta & { committed: number; ranges: Array<[number, number, number, boolean]>; seen?: SeenStat }>;
   intents: IntentInfo[];
+  /** Batches in the disk queue (absent in checkpoints before queued intents existed). */
+  queued?: QueuedIntent[];
 }
 
 export interface Recovery {
@@ -97,6 +102,7 @@ export interface StateStoreOptions {
 export class StateStore {
   readonly progress = new Progress();
   private readonly intents = new Map<number, IntentInfo>();
+  private readonly queued = new Map<number, QueuedIntent>();
   private nextId = 1;
   private journal!: JournalWriter;
   private seq = 0;
@@ -145,6 +151,30 @@ export class StateStore {
     this.intents.delete(id);
     this.journal.append({ t: 'a', id });
     return this.progress.markOwnerDone(id);
+  }
+
+  /** A batch is durably in the disk queue: keep its ranges and their CRCs until the queue is done with it. */
+  async recordQueued(q: QueuedIntent): Promise<void> {
+    this.queued.set(q.id, q);
+    await this.journal.appendDurable({ t: 'q', ...q });
+  }
+
+  /** The queue delivered (or dead-lettered, or gave up on) a batch. */
+  completeQueued(id: number): void {
+    if (!this.queued.delete(id)) return;
+    this.journal.append({ t: 'qa', id });
+  }
+
+  queuedIntents(): QueuedIntent[] {
+    return [...this.queued.values()];
+  }
+
+  /** Lines of a damaged queue record, to be sent again from the spool: a new intent of their own (durable before the send). */
+  async recordResend(ds: string, ranges: RangeRecord[]): Promise<IntentInfo> {
+    const info: IntentInfo = { id: this.nextId++, ds, ranges, at: this.opts.now(), resend: true };
+    this.intents.set(info.id, info);
+    await this.journal.appendDurable({ t: 'i', ...info });
+    return info;
   }
 
   /** A dead-lettered range is durable in the dead-letter store: record it and let the offset pass it. */
@@ -233,7 +263,7 @@ export class StateStore {
       const seen = this.seenNow(fp.meta.key) ?? this.seen.get(fp.meta.key);
       files.push({ ...fp.meta, committed: fp.committed, ranges, ...(seen ? { seen } : {}) });
     }
-    const intents = [...this.intents.values()].filter((i) => live.has(i.id));
+    const intents = [...this.intents.values()].filter((i) => live.has(i.id) || i.resend);
     return {
       version: CHECKPOINT_VERSION,
       journal_seq: journalSeq,
@@ -241,6 +271,7 @@ export class StateStore {
       next_id: this.nextId,
       files,
       intents,
+      queued: [...this.queued.values()],
     };
   }
 
@@ -261,6 +292,7 @@ export class StateStore {
         }
       }
       for (const i of cp.intents) this.intents.set(i.id, i);
+      for (const q of cp.queued ?? []) this.queued.set(q.id, q);
     }
     let tornJournal = false;
     const corruptJournal: Recovery['corruptJournal'] = [];
@@ -327,10 +359,18 @@ export class StateStore {
         else progress.addFile(meta, 0);
         return;
       }
+      case 'q': {
+        const { t: _t, ...q } = r;
+        this.queued.set(q.id, q);
+        return;
+      }
+      case 'qa':
+        this.queued.delete(r.id);
+        return;
       case 'i': {
         this.nextId = Math.max(this.nextId, r.id + 1);
         if (doneIds.has(r.id)) return;
-        this.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at });
+        this.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at, ...(r.resend ? { resend: true } : {}) });
         for (const rg of r.ranges) {
           progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: r.id, done: false, recorded: true });
         }

@@ -126,7 +126,8 @@ describe('dead-letter replay', () => {
     const kept = records(file);
     expect(kept.map((r) => r.line)).toEqual(['{"k":"BAD-1"}', '{"k":"BAD-2"}']);
     for (const r of kept) {
-      expect(Object.keys(r)).toEqual(SPEC_FIELDS);
+      // On disk: SPEC's fields, then the format version and the record's CRC.
+      expect(Object.keys(r)).toEqual([...SPEC_FIELDS, 'v', 'crc32']);
       expect(r.status).toBe(400);
       expect(r.reason).toBe('rejected');
       expect(r.at).not.toBe('2026-01-02T03:04:05.000Z'); // the new answer's time

@@ -101,3 +101,70 @@ describe('damaged state (process)', () => {
     expect(readFileSync(cpFile, 'utf8')).toMatch(/"version":2.*\n#crc32 [0-9a-f]{8}\n$/);
   });
 });
+
+describe('a damaged queue record (process)', () => {
+  async function queueDuringOutage(n: number, where: 'body' | 'length' = 'body') {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t, { batch: { max_bytes: 50 * LINE_BYTES, linger_ms: 50 }, retry: { initial_ms: 10, max_ms: 50 } });
+    const file = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+    mkdirSync(path.dirname(file), { recursive: true });
+    t.emu.setFaults([{ kind: 'status', status: 503 }]);
+    appendFileSync(file, lines('d', 0, n));
+    const p = spawnAgent(cfg.configFile);
+    const admin = (await p.started)!;
+    const { metric } = await import('./helpers.js');
+    await waitFor(async () => (await metric(admin, 'spoolship_queue_batches')) >= n / 50, 'every batch in the disk queue');
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    t.emu.setFaults([]);
+    // Damage the third record of the first segment: a byte of its compressed
+    // body, or the top byte of its length field.
+    const qdir = path.join(cfg.stateDir, 'queue');
+    const seg = path.join(qdir, readdirSync(qdir).filter((f) => f.endsWith('.q')).sort()[0]!);
+    const data = readFileSync(seg);
+    let off = 0;
+    for (let i = 0; i < 2; i++) off += 8 + data.readUInt32LE(off);
+    const len = data.readUInt32LE(off);
+    if (where === 'body') data[off + 8 + len - 10] ^= 0xff;
+    else data[off + 3] ^= 0x7f;
+    writeFileSync(seg, data);
+    return { t, cfg, file };
+  }
+
+  it('its lines are read again from the spool when unchanged: ERROR queue_corrupt (recovered), nothing lost', async () => {
+    const { t, cfg } = await queueDuringOutage(500);
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await finish(p, t, 500);
+    expect(events(p, 'queue_corrupt')).toEqual([expect.objectContaining({ recovered: true, datasource: 'ev', level: 50, lines: 50 })]);
+  });
+
+  it('a damaged length field is not taken for a torn tail: the records after it are still sent from the queue', async () => {
+    const { t, cfg } = await queueDuringOutage(500, 'length');
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await finish(p, t, 500);
+    expect(events(p, 'queue_corrupt')).toEqual([expect.objectContaining({ recovered: true, datasource: 'ev', lines: 50 })]);
+  });
+
+  it('when those lines changed in the spool meanwhile: counted in spoolship_lines_lost_total{reason="queue_corrupt"}, ERROR, never silent', async () => {
+    const { t, cfg, file } = await queueDuringOutage(500);
+    // The spool file rewritten in place with other bytes of the same length.
+    writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"pad":"x', '"pad":"y'));
+    const p = spawnAgent(cfg.configFile);
+    const admin = (await p.started)!;
+    const { metric } = await import('./helpers.js');
+    await waitFor(() => events(p, 'queue_corrupt').length > 0, 'the damaged record found').catch((e: Error) => {
+      throw new Error(`${e.message}: ${JSON.stringify(p.logs.slice(-12).map((l) => [l.event ?? '', l.msg, l.err ?? '']))} ${p.rawErr.join(' ').slice(0, 500)}`);
+    });
+    const lost = (await waitFor(async () => (await metric(admin, 'spoolship_lines_lost_total', 'reason="queue_corrupt"')) || null, 'lines counted as lost'))!;
+    expect(events(p, 'queue_corrupt')[0]).toMatchObject({ recovered: false, datasource: 'ev', level: 50, lines: lost });
+    // Every other queued line arrives as it was queued ("pad":"x...); the rewritten file is a new file to the agent ("pad":"y...).
+    const sentAsQueued = () => new Set(readFileSync(path.join(t.dataDir, 'ev.ndjson'), 'utf8').split('\n').filter((l) => l.includes('"pad":"x'))).size;
+    await waitFor(() => sentAsQueued() === 500 - lost, 'every other queued line');
+    expect(lost).toBe(50);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  });
+});
