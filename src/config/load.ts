@@ -9,7 +9,7 @@ import { applyEnvOverrides, applyTokenDefaults } from './env-overrides.js';
 import { deepFreeze } from './freeze.js';
 import { locateConfig, type LocateOptions } from './locate.js';
 import { cloneRaw, isPlainObject, type Origins } from './raw.js';
-import { redactValue } from './redact.js';
+import { redactValue, scrubValue, secretValues } from './redact.js';
 import { isSingleReference } from './interpolate.js';
 import { keyPaths } from './schema.js';
 import type { Config, LoadedConfig } from './types.js';
@@ -42,7 +42,14 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     referencedVariables: referenced,
     onWarning: opts.onWarning,
   });
-  return { config: resolved.config, file: located.file, warnings: [...warnings, ...resolved.warnings], source: located.source, searched: located.searched };
+  return {
+    config: resolved.config,
+    file: located.file,
+    warnings: [...warnings, ...resolved.warnings],
+    source: located.source,
+    searched: located.searched,
+    secrets: secretValues(opts.env, referenced),
+  };
 }
 
 /** Read, parse and interpolate one file; YAML syntax errors throw at once. */
@@ -101,7 +108,11 @@ export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Re
   const cross = crossCheck(v.config, new Set([...v.failed, ...reported]), origins);
   const allWarnings = [...warnings, ...cross.warnings];
   for (const w of allWarnings) opts.onWarning?.(w);
-  const problems = [...pending.map(({ problem, key }) => redactPending(problem, key)), ...v.problems, ...cross.problems];
+  const secrets = secretValues(opts.env, opts.referencedVariables ?? []);
+  const problems = [...pending.map(({ problem, key }) => redactPending(problem, key)), ...v.problems, ...cross.problems].map((p) => ({
+    ...p,
+    value: scrubValue(p.value, secrets),
+  }));
   if (problems.length > 0) throw new ConfigError(problems, opts.source);
   return { config: deepFreeze(v.config), warnings: allWarnings };
 }

@@ -36,3 +36,40 @@ export function redactValue(keyPath: string, value: unknown): unknown {
   if ((keyPath === 'limits.redis_url' || keyPath === 'api.base_url') && typeof value === 'string') return redactUrlPassword(value);
   return value;
 }
+
+/** Names of variables whose values are taken for secrets when they are interpolated into any key. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|PRIVATE/i;
+/** Shorter values are not scrubbed from text (they would mangle ordinary words). */
+const MIN_SECRET_LENGTH = 6;
+
+/**
+ * Secret values that may have reached a typed key through `${VAR}`
+ * (`batch.linger_ms: ${SPOOLSHIP_TOKEN}` once echoed the token in its
+ * problem): the tokens' environment variables and every referenced variable
+ * whose name says secret.
+ */
+export function secretValues(env: NodeJS.ProcessEnv, referenced: Iterable<string>): string[] {
+  const names = new Set(['SPOOLSHIP_TOKEN', 'SPOOLSHIP_ADMIN_TOKEN', ...[...referenced].filter((n) => SECRET_NAME.test(n))]);
+  const out = new Set<string>();
+  for (const n of names) {
+    const v = env[n];
+    if (v && v.length >= MIN_SECRET_LENGTH) out.add(v);
+  }
+  return [...out];
+}
+
+/** `text` with every secret value replaced by ***. */
+export function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (out.includes(s)) out = out.split(s).join(REDACTED);
+  return out;
+}
+
+/** A problem's value with secret values scrubbed from its strings (deeply). */
+export function scrubValue(value: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0) return value;
+  if (typeof value === 'string') return scrub(value, secrets);
+  if (Array.isArray(value)) return value.map((v) => scrubValue(v, secrets));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubValue(v, secrets)]));
+  return value;
+}

@@ -84,4 +84,6 @@ export interface LoadedConfig {
   source: 'flag' | 'env' | 'cwd' | 'system' | 'none';
   /** The files looked for, in lookup order, up to the one used. */
   searched: string[];
+  /** Secret values interpolated into the file (or the token variables): never printed (check-config scrubs them). */
+  secrets?: string[];
 }

@@ -79,4 +79,19 @@ describe('check-config keeps credentials in URLs out of its output', () => {
     expect(r.stdout + r.stderr).not.toContain('s3cr3t-pw');
     expect(r.stderr).toContain('api.base_url: "https://alice:***@api.eu.example.com": must not carry credentials');
   });
+
+  it('a secret interpolated into a typed key is *** in problems and in the effective config', () => {
+    const dir = tempDir();
+    const secret = 'sk-live-9f8e7d6c5b4a';
+    const bad = writeFile(dir, 'bad.yaml', 'api:\n  base_url: embedded\nbatch:\n  linger_ms: ${MY_API_TOKEN}\n');
+    const r = runCli(['check-config', '-c', bad], { cwd: dir, env: { MY_API_TOKEN: secret } });
+    expect(r.code).toBe(2);
+    expect(r.stdout + r.stderr).not.toContain(secret);
+    expect(r.stderr).toContain('batch.linger_ms: "***"');
+    const ok = writeFile(dir, 'ok.yaml', 'api:\n  base_url: embedded\nclusters:\n  org: org-${DEPLOY_SECRET}\n');
+    const r2 = runCli(['check-config', '-c', ok], { cwd: dir, env: { DEPLOY_SECRET: secret } });
+    expect(r2.code).toBe(0);
+    expect(r2.stdout + r2.stderr).not.toContain(secret);
+    expect(parse(r2.stdout).clusters.org).toBe('org-***');
+  });
 });

@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { EXIT_OK } from '../../errors.js';
 import { loadConfig, redactConfig, type LoadedConfig } from '../../config/index.js';
+import { scrub } from '../../config/redact.js';
 import { checkLayout } from '../../spool/layout.js';
 import { parseCommandArgs, type Command } from '../command.js';
 
@@ -46,7 +47,8 @@ export function renderEffectiveConfig(loaded: LoadedConfig): string {
     ? `# spoolship effective configuration, from ${loaded.file} (${SOURCE_NOTE[loaded.source]})`
     : '# spoolship effective configuration: no config file found; defaults and SPOOLSHIP_* variables';
   const note = '# sizes in bytes, durations in milliseconds, secrets shown as ***';
-  return `${head}\n${note}\n${stringify(redactConfig(loaded.config), { lineWidth: 0 })}`;
+  // A secret interpolated into any key (not only the token keys) is shown as *** too.
+  return scrub(`${head}\n${note}\n${stringify(redactConfig(loaded.config), { lineWidth: 0 })}`, loaded.secrets ?? []);
 }
 
 const command: Command = {
