@@ -58,6 +58,20 @@ describe('spoolship send', () => {
     expect(dl).toEqual([expect.objectContaining({ datasource: 'events', reason: 'rejected', status: 400, line: '{"id":"POISON"}' })]);
   });
 
+  it('bad lines in both halves of a batch are dead-lettered; send does not blame the Data Source name', async () => {
+    const { dir, emu } = await setup();
+    emu.setFaults([{ kind: 'reject_marker', marker: 'POISON' }]);
+    const good = lines(200, 'g');
+    const input = [...good.slice(0, 20), '{"id":"POISON-1"}', ...good.slice(20, 180), '{"id":"POISON-2"}', ...good.slice(180)];
+    await writeFile(path.join(dir, 'two.ndjson'), `${input.join('\n')}\n`);
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'two.ndjson'], { cwd: dir });
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout);
+    expect(s).toMatchObject({ lines_read: 202, lines_acked: 200, lines_dead_lettered: { rejected: 2 } });
+    expect(String(s.error)).not.toMatch(/Data Source name/);
+    expect(new Set(stored(dir, 'events'))).toEqual(new Set(good));
+  });
+
   it('counts rows the platform quarantined in its summary (rows_quarantined)', async () => {
     const { dir } = await setup();
     await writeFile(path.join(dir, 'q.ndjson'), '{"a":1}\nnot json\n{"a":2}\n');
