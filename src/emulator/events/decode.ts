@@ -1,7 +1,6 @@
 // Content-Encoding handling for the Events API: one decodeBody call on the
 // threadpool, its failures turned into the answers the platform gives.
 import { decodeBody } from '../../codec/index.js';
-import { BLOCK_MAX_BYTES, zstdDecodedBound } from './zstd-bound.js';
 
 export interface DecodeFailure {
   ok: false;
@@ -15,14 +14,6 @@ export async function decodeEventsBody(encoding: string | undefined, raw: Buffer
   const enc = (encoding ?? '').trim().toLowerCase();
   if (enc !== '' && enc !== 'identity' && enc !== 'gzip' && enc !== 'zstd') {
     return { ok: false, status: 400, message: `unsupported Content-Encoding "${encoding}"; send gzip, zstd or an uncompressed body` };
-  }
-  if (enc === 'zstd') {
-    // Refuse what cannot fit before decoding it: a compressed block's bound
-    // (128 KiB) may exceed what it holds, so a body of exactly the limit is
-    // still decoded, and its real size checked below.
-    const bound = zstdDecodedBound(raw);
-    if (!bound.ok) return { ok: false, status: 400, message: `the body cannot be decoded as zstd: ${bound.why}` };
-    if (bound.maxBytes > maxBodyBytes + BLOCK_MAX_BYTES * Math.max(1, bound.frames)) return tooLarge(maxBodyBytes);
   }
   try {
     const body = await decodeBody(enc, raw, maxBodyBytes);

@@ -11,10 +11,6 @@ import { insertRows, type Inserter } from './insert.js';
 import { jsonError, type EventsOutcome, type EventsResult } from './outcome.js';
 import { splitNdjson, splitSingleJson } from './rows.js';
 
-/** The platform's longest Data Source name. */
-export const MAX_NAME_LENGTH = 255;
-export const QUARANTINE_SUFFIX = '_quarantine';
-
 export interface EventsApiDeps {
   tokens: ReadonlySet<string>;
   foreignToken: string;
@@ -26,13 +22,10 @@ export interface EventsApiDeps {
   delay(delayMs: number): Promise<void>;
 }
 
-export type EventsApi = ((req: EmuRequest) => Promise<EventsResult>) & {
-  /** The auth check alone, run before the body is read: an unauthenticated client gets nothing buffered. */
-  authorize(authorization: string | undefined): EventsOutcome | null;
-};
+export type EventsApi = (req: EmuRequest) => Promise<EventsResult>;
 
 export function createEventsApi(deps: EventsApiDeps): EventsApi {
-  const api = async (req: EmuRequest): Promise<EventsResult> => {
+  return async (req) => {
     const name = req.query.get('name');
     const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes });
 
@@ -85,7 +78,6 @@ export function createEventsApi(deps: EventsApiDeps): EventsApi {
     const outcome = await insertRows(deps.inserter, { name: name!, body, rows, action, wait });
     return result(outcome, body.length);
   };
-  return Object.assign(api, { authorize: (authorization: string | undefined) => checkAuth(authorization, deps) });
 }
 
 function checkAuth(header: string | undefined, deps: EventsApiDeps): EventsOutcome | null {
@@ -102,14 +94,8 @@ function checkAuth(header: string | undefined, deps: EventsApiDeps): EventsOutco
 function checkParams(query: URLSearchParams): EventsOutcome | null {
   const name = query.get('name');
   if (name === null || name === '') return jsonError(400, 'the "name" parameter is missing: give the Data Source name, e.g. ?name=events');
-  if (name.length > MAX_NAME_LENGTH || !DATASOURCE_NAME_RE.test(name)) {
-    const shown = name.length > 64 ? `${JSON.stringify(name.slice(0, 64))}... (${name.length} characters)` : JSON.stringify(name);
-    return jsonError(400, `invalid Data Source name ${shown}: use at most ${MAX_NAME_LENGTH} letters, digits and _, not starting with a digit`);
-  }
-  if (name.endsWith(QUARANTINE_SUFFIX)) {
-    // <name>_quarantine holds the rows the platform quarantined for <name>;
-    // rows appended to it directly would be mixed with them.
-    return jsonError(400, `invalid Data Source name ${JSON.stringify(name)}: names ending in ${QUARANTINE_SUFFIX} are the platform's quarantine Data Sources and cannot be appended to`);
+  if (!DATASOURCE_NAME_RE.test(name)) {
+    return jsonError(400, `invalid Data Source name ${JSON.stringify(name)}: use letters, digits and _ and do not start with a digit`);
   }
   const wait = query.get('wait');
   if (wait !== null && !/^(true|false|1|0)$/i.test(wait)) return jsonError(400, `invalid "wait" value ${JSON.stringify(wait)}; use true or false`);

@@ -52,26 +52,6 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
 
 async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL, http2: boolean): Promise<void> {
   const atMs = deps.now();
-  const denied = req.method === 'POST' ? deps.events.authorize(req.headers.authorization) : null;
-  if (denied) {
-    // Authenticate before reading a body: nothing of it is buffered or decoded.
-    req.resume();
-    const status = denied.kind === 'respond' ? denied.response.status : denied.kind;
-    deps.stats.countRequest(status);
-    deps.record({
-      at: atMs,
-      name: url.searchParams.get('name'),
-      wait: url.searchParams.get('wait'),
-      authorization: req.headers.authorization,
-      contentEncoding: req.headers['content-encoding'],
-      bodyBytes: 0,
-      decodedBytes: null,
-      outcome: status,
-      httpVersion: http2 ? '2' : '1.1',
-    });
-    carryOut(deps, req, res, denied);
-    return;
-  }
   let read;
   try {
     read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
