@@ -9,6 +9,7 @@
 // was received, `setWeights` / `setFlags` change state directly.
 import type { Cluster, Weights } from '../../clusters/types.js';
 import type { EmuRequest, EmuResponse } from '../types.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './body.js';
 import { clusterCatalog } from './catalog.js';
 import { deleteReplica, postReplica, putWeights } from './operations.js';
 import { allowedMethods, matchClusterRoute, type ClusterRoute } from './routes.js';
@@ -67,7 +68,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     if (hook) await hook(req);
     const body = parseBody(req.body);
     const res = answer(route, req, body);
-    const recorded = body === undefined ? req.body.toString('utf8') : body;
+    const recorded = body === undefined || body === TOO_DEEP ? req.body.toString('utf8') : body;
     records.push({ at: opts.now(), method: req.method, path: req.path, body: recorded, status: res.status, response: res.body ?? null });
     if (records.length > MAX_RECORDS) records.shift();
     return res;
@@ -87,6 +88,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     if (!store.has(route.clusterId)) return { status: 404, body: { error: `cluster '${route.clusterId}' not found in organization '${route.org}'` } };
     if (!isJson(req)) return { status: 415, body: { error: 'request bodies must be JSON with Content-Type: application/json' } };
     if (body === undefined) return { status: 400, body: { error: 'request body is not valid JSON' } };
+    if (body === TOO_DEEP) return { status: 400, body: { error: `request body nests deeper than ${MAX_JSON_DEPTH} levels` } };
     if (route.kind === 'weights') return putWeights(store, catalog, route.clusterId, body);
     if (req.method === 'POST') return postReplica(store, catalog, route.clusterId, body);
     return deleteReplica(store, catalog, route.clusterId, route.segment!, body);
@@ -115,9 +117,12 @@ function isJson(req: EmuRequest): boolean {
   return /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
 }
 
-/** null for an empty body, undefined for a body that is not JSON. */
+const TOO_DEEP = Symbol('too deep');
+
+/** null for an empty body, undefined for a body that is not JSON, TOO_DEEP past MAX_JSON_DEPTH. */
 function parseBody(buf: Buffer): unknown {
   if (buf.length === 0) return null;
+  if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) return TOO_DEEP;
   try {
     return JSON.parse(buf.toString('utf8'));
   } catch {
