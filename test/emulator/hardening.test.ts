@@ -5,6 +5,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { MAX_OPEN_ROW_FILES } from '../../src/emulator/index.js';
 import { ndjson, postEvents, readStored, startEmu, tempDir } from './helpers.js';
 
 async function putWeights(url: string, org: string, adminToken: string, body: string) {
@@ -33,5 +34,64 @@ describe('cluster API bodies', () => {
     // Ordinary bodies, and brackets inside strings, still reach the weights checks.
     const quoted = await putWeights(emu.url, emu.org, emu.adminToken, `{"old_weights":{"${'['.repeat(100)}":{}},"new_weights":{}}`);
     expect(JSON.parse(quoted.text).error).not.toContain('nests deeper');
+  });
+});
+
+describe('Data Source names and their files', () => {
+  it('a name longer than 255 characters is a 400 with a JSON error that names no path', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu({ dataDir: dir });
+    const res = await postEvents(emu, { name: 'a'.repeat(256) });
+    expect(res.status).toBe(400);
+    expect(res.json()).toEqual({ error: expect.any(String) });
+    expect(res.text).not.toContain(dir);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('a 255-character name is stored, rows and quarantine apart', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu({ dataDir: dir });
+    const long = `a${'b'.repeat(254)}`;
+    const res = await postEvents(emu, { name: long, body: `${ndjson(2)}not json\n` });
+    expect(res.status).toBe(200);
+    expect(res.json()).toEqual({ successful_rows: 2, quarantined_rows: 1 });
+    const files = (await readdir(dir)).sort();
+    expect(files).toHaveLength(2);
+    const contents = await Promise.all(files.map((f) => readFile(path.join(dir, f), 'utf8')));
+    expect(contents.sort()).toEqual([ndjson(2), 'not json\n'].sort());
+  });
+
+  it('rows of a Data Source named x_quarantine never mix with the quarantine of x', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu({ dataDir: dir });
+    expect((await postEvents(emu, { name: 'x', body: '{"ok":1}\nbad line\n' })).status).toBe(200);
+    expect((await postEvents(emu, { name: 'x_quarantine', body: '{"own":1}\nown bad\n' })).status).toBe(200);
+    expect(await readStored(dir, 'x')).toBe('{"ok":1}\n');
+    expect(await readStored(dir, 'x_quarantine')).toBe('bad line\n');
+    expect(await readFile(path.join(dir, 'x_quarantine.rows.ndjson'), 'utf8')).toBe('{"own":1}\n');
+    expect(await readFile(path.join(dir, 'x_quarantine_quarantine.ndjson'), 'utf8')).toBe('own bad\n');
+    expect(emu.stats()).toMatchObject({ rows: { x: 1, x_quarantine: 1 }, quarantined: { x: 1, x_quarantine: 1 } });
+  });
+});
+
+describe('open row files', () => {
+  /** Open file descriptors of this process that point into `dir` (Linux /proc). */
+  async function openFilesUnder(dir: string): Promise<number> {
+    const fds = await readdir('/proc/self/fd');
+    const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+    return targets.filter((t) => t.startsWith(`${dir}${path.sep}`)).length;
+  }
+
+  it.runIf(process.platform === 'linux')('keeps a bounded number of row files open however many Data Sources are written', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu({ dataDir: dir, rps: 100_000 });
+    const names = Array.from({ length: 600 }, (_, i) => `ds_${i}`);
+    for (const name of names) expect((await postEvents(emu, { name, body: `{"n":"${name}"}\nbad\n` })).status).toBe(200);
+    expect(await openFilesUnder(dir)).toBeLessThanOrEqual(MAX_OPEN_ROW_FILES);
+    // Evicted files reopen and keep appending in order.
+    for (const name of names.slice(0, 3)) expect((await postEvents(emu, { name, body: '{"again":1}\n' })).status).toBe(200);
+    expect(await readStored(dir, 'ds_0')).toBe('{"n":"ds_0"}\n{"again":1}\n');
+    expect(await readStored(dir, 'ds_599_quarantine')).toBe('bad\n');
+    expect((await readdir(dir)).length).toBe(1200);
   });
 });

@@ -2,7 +2,7 @@
 // auth -> rate limit -> faults -> name -> encoding -> size -> markers -> insert.
 // Each step either answers or passes on; the result is a value the HTTP layer
 // carries out (see outcome.ts).
-import { DATASOURCE_NAME_RE } from '../faults.js';
+import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS } from '../faults.js';
 import type { FaultPicker } from '../fault-picker.js';
 import type { SlidingWindowLimiter } from '../rate-limiter.js';
 import type { EmuRequest } from '../types.js';
@@ -95,7 +95,11 @@ function checkParams(query: URLSearchParams): EventsOutcome | null {
   const name = query.get('name');
   if (name === null || name === '') return jsonError(400, 'the "name" parameter is missing: give the Data Source name, e.g. ?name=events');
   if (!DATASOURCE_NAME_RE.test(name)) {
-    return jsonError(400, `invalid Data Source name ${JSON.stringify(name)}: use letters, digits and _ and do not start with a digit`);
+    const shown = name.length > 64 ? `${JSON.stringify(name.slice(0, 64))}... (${name.length} characters)` : JSON.stringify(name);
+    return jsonError(
+      400,
+      `invalid Data Source name ${shown}: use letters, digits and _, do not start with a digit, at most ${MAX_DATASOURCE_NAME_CHARS} characters`,
+    );
   }
   const wait = query.get('wait');
   if (wait !== null && !/^(true|false|1|0)$/i.test(wait)) return jsonError(400, `invalid "wait" value ${JSON.stringify(wait)}; use true or false`);
