@@ -39,6 +39,9 @@ export interface EmuRequest {
   httpVersion?: '1.1' | '2';
 }
 
+/** What is known of a request before its body is read. */
+export type EmuRequestHead = Omit<EmuRequest, 'body' | 'bodyOverflow'>;
+
 export interface EmuResponse {
   status: number;
   headers?: Record<string, string>;

@@ -95,3 +95,39 @@ describe('open row files', () => {
     expect((await readdir(dir)).length).toBe(1200);
   });
 });
+
+describe('authentication comes first', () => {
+  /** POSTs a body that never ends; resolves with the answer given meanwhile. */
+  function postUnfinished(url: string, token: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(`${url}/v0/events?name=events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-length': '5000000' },
+      });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode!, body });
+        });
+      });
+      req.write(Buffer.alloc(64 * 1024, 0x61));
+    });
+  }
+
+  it('a bad or foreign token is answered before any of the body is read', async () => {
+    const emu = await startEmu({ recordRequests: true });
+    const bad = await postUnfinished(emu.url, 'not-a-token');
+    expect(bad.status).toBe(403);
+    expect(JSON.parse(bad.body)).toEqual({ error: expect.any(String) });
+    expect((await postUnfinished(emu.url, emu.foreignToken)).status).toBe(404);
+    expect(emu.stats()).toMatchObject({ bytes_in: 0, requests_by_status: { '403': 1, '404': 1 } });
+    expect(emu.requests().map((r) => [r.outcome, r.bodyBytes])).toEqual([
+      [403, 0],
+      [404, 0],
+    ]);
+  });
+});

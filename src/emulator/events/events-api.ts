@@ -1,11 +1,12 @@
 // POST /v0/events, in the order the platform applies its rules:
-// auth -> rate limit -> faults -> name -> encoding -> size -> markers -> insert.
+// method -> auth (admit(), before any of the body is read) -> rate limit ->
+// faults -> name -> encoding -> size -> markers -> insert.
 // Each step either answers or passes on; the result is a value the HTTP layer
 // carries out (see outcome.ts).
 import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS } from '../faults.js';
 import type { FaultPicker } from '../fault-picker.js';
 import type { SlidingWindowLimiter } from '../rate-limiter.js';
-import type { EmuRequest } from '../types.js';
+import type { EmuRequest, EmuRequestHead } from '../types.js';
 import { decodeEventsBody, tooLarge } from './decode.js';
 import { insertRows, type Inserter } from './insert.js';
 import { jsonError, type EventsOutcome, type EventsResult } from './outcome.js';
@@ -22,16 +23,27 @@ export interface EventsApiDeps {
   delay(delayMs: number): Promise<void>;
 }
 
-export type EventsApi = (req: EmuRequest) => Promise<EventsResult>;
+export interface EventsApi {
+  /**
+   * The checks that need no body (method, token). A non-null result is the
+   * answer, given without reading the body: a caller without a valid token
+   * cannot make the emulator read, buffer or decode anything.
+   */
+  admit(req: EmuRequestHead): EventsResult | null;
+  /** The rest of the rules, for a request admit() let through. */
+  handle(req: EmuRequest): Promise<EventsResult>;
+}
 
 export function createEventsApi(deps: EventsApiDeps): EventsApi {
-  return async (req) => {
+  const admit = (req: EmuRequestHead): EventsResult | null => {
+    const name = req.query.get('name');
+    if (req.method !== 'POST') return { outcome: jsonError(405, `${req.method} is not allowed on /v0/events; use POST`, { allow: 'POST' }), name, decodedBytes: null };
+    const authError = checkAuth(req.headers.authorization, deps);
+    return authError ? { outcome: authError, name, decodedBytes: null } : null;
+  };
+  const handle = async (req: EmuRequest): Promise<EventsResult> => {
     const name = req.query.get('name');
     const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes });
-
-    if (req.method !== 'POST') return result(jsonError(405, `${req.method} is not allowed on /v0/events; use POST`, { allow: 'POST' }));
-    const authError = checkAuth(req.headers.authorization, deps);
-    if (authError) return result(authError);
 
     const rate = deps.limiter.take();
     if (!rate.allowed) {
@@ -78,6 +90,7 @@ export function createEventsApi(deps: EventsApiDeps): EventsApi {
     const outcome = await insertRows(deps.inserter, { name: name!, body, rows, action, wait });
     return result(outcome, body.length);
   };
+  return { admit, handle };
 }
 
 function checkAuth(header: string | undefined, deps: EventsApiDeps): EventsOutcome | null {

@@ -15,6 +15,8 @@ import { sendResponse, type AnyResponse } from './respond.js';
 
 type AnyRequest = IncomingMessage | Http2ServerRequest;
 
+const EMPTY = Buffer.alloc(0);
+
 /** Cluster API bodies are small JSON documents. */
 const CLUSTER_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -52,21 +54,21 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
 
 async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL, http2: boolean): Promise<void> {
   const atMs = deps.now();
-  let read;
-  try {
-    read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
-  } catch {
-    return; // the client went away mid-body: nothing to answer
-  }
-  const emuReq = toEmuRequest(req, url, read.body);
-  emuReq.bodyOverflow = read.overflow;
-  emuReq.httpVersion = http2 ? '2' : '1.1';
-  let result: EventsResult;
-  try {
-    result = await deps.events(emuReq);
-  } catch (err) {
-    if (err instanceof EmulatorClosedError) return; // close() is dropping this connection anyway
-    result = { outcome: jsonError(500, `emulator error: ${(err as Error).message}`), name: null, decodedBytes: null };
+  const head = toEmuRequest(req, url, EMPTY);
+  head.httpVersion = http2 ? '2' : '1.1';
+  // Answered before the body: Node discards what the client still sends.
+  let result = deps.events.admit(head);
+  let wireBytes = 0;
+  if (result === null) {
+    let read;
+    try {
+      read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
+    } catch {
+      return; // the client went away mid-body: nothing to answer
+    }
+    wireBytes = read.wireBytes;
+    result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
+    if (result === null) return;
   }
   const outcome = result.outcome;
   const label = outcome.kind === 'respond' ? outcome.response.status : outcome.kind;
@@ -77,12 +79,22 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
     wait: url.searchParams.get('wait'),
     authorization: req.headers.authorization,
     contentEncoding: req.headers['content-encoding'],
-    bodyBytes: read.wireBytes,
+    bodyBytes: wireBytes,
     decodedBytes: result.decodedBytes,
     outcome: label,
-    httpVersion: emuReq.httpVersion,
+    httpVersion: head.httpVersion,
   });
   carryOut(deps, req, res, outcome);
+}
+
+/** null when close() interrupted the request (its connection is being dropped). */
+async function runEvents(deps: DispatchDeps, emuReq: EmuRequest): Promise<EventsResult | null> {
+  try {
+    return await deps.events.handle(emuReq);
+  } catch (err) {
+    if (err instanceof EmulatorClosedError) return null;
+    return { outcome: jsonError(500, `emulator error: ${(err as Error).message}`), name: null, decodedBytes: null };
+  }
 }
 
 function carryOut(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, outcome: EventsOutcome): void {
