@@ -26,6 +26,7 @@ export { loadFaultsArg, parseFaults } from './faults.js';
 /** recordRequests keeps at most this many records (the oldest are dropped). */
 export const MAX_RECORDED_REQUESTS = 100_000;
 export { MAX_OPEN_ROW_FILES } from './events/row-store.js';
+export { dataSourceFileName } from './events/file-names.js';
 
 export interface Emulator {
   /** Base URL, e.g. http://127.0.0.1:41234 (https:// with TLS). */
