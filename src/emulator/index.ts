@@ -2,11 +2,13 @@
 // cluster API (src/emulator/clusters, another module's seam) and the HTTP
 // layer, and returns a handle tests and the embedded agent drive.
 //
-// Shutdown sequence (close): cancel `slow` delays -> destroy every session and
-// socket (hung requests too) -> wait for the listener to close -> flush and
+// Shutdown sequence (close): cancel every delay (`slow` faults, answer
+// latency, upload pacing; their requests are dropped) -> destroy every session
+// and socket (hung requests too) -> wait for the listener to close -> flush and
 // close the row files -> remove a temp certificate dir.
 import { createClusterApi, type ClusterApi } from './clusters/index.js';
-import { Delays } from './delays.js';
+import { performance } from 'node:perf_hooks';
+import { Delays, pickDelayMs } from './delays.js';
 import { createEventsApi } from './events/events-api.js';
 import { PartialInsertMemory } from './events/partial-dedup.js';
 import { createRowStore } from './events/row-store.js';
@@ -77,8 +79,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
     opts.onEventsRequest?.(r);
   };
+  const latency = o.latency;
+  const answerDelay = latency === null ? null : () => delays.delay(pickDelayMs(latency, o.random));
+  const pace =
+    o.uploadBytesPerSec === null
+      ? null
+      : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
   const server = new EmulatorHttpServer({ tls, maxConnections: o.maxConnections }, (connections) =>
-    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record }),
+    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, pace, answerDelay }),
   );
   let address;
   try {

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { EmulatorOptionError } from './errors.js';
 import { parseFaults } from './faults.js';
-import type { EmulatorOptions, Fault } from './types.js';
+import type { EmulatorOptions, Fault, LatencyRange } from './types.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7181';
 export const DEFAULT_RPS = 100; // the platform's Events API limit per organization
@@ -28,6 +28,10 @@ export interface ResolvedOptions {
   recordRequests: boolean;
   validateRows: boolean;
   opensslPath: string;
+  /** null: answers are not delayed. */
+  latency: LatencyRange | null;
+  /** null: bodies are read as fast as they arrive. */
+  uploadBytesPerSec: number | null;
   now: () => number;
   random: () => number;
 }
@@ -52,6 +56,8 @@ export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
     recordRequests: opts.recordRequests ?? false,
     validateRows: opts.validateRows ?? true,
     opensslPath: opts.opensslPath ?? 'openssl',
+    latency: resolveLatency(opts.latencyMs),
+    uploadBytesPerSec: opts.uploadBytesPerSec === undefined ? null : positiveInt('uploadBytesPerSec', opts.uploadBytesPerSec, 1),
     now: opts.now ?? Date.now,
     random: opts.random ?? Math.random,
   };
@@ -65,6 +71,22 @@ export function parseListen(listen: string): { host: string; port: number } {
     throw new EmulatorOptionError(`listen address ${JSON.stringify(listen)} is not HOST:PORT; use e.g. 127.0.0.1:7181 (port 0 picks a free one)`);
   }
   return { host: (m[1] ?? m[2])!, port };
+}
+
+/** `--latency-ms`: "N" or "MIN-MAX" (ms). */
+export function parseLatency(value: string): number | LatencyRange {
+  const m = /^(\d{1,9})(?:-(\d{1,9}))?$/.exec(value);
+  if (!m) throw new EmulatorOptionError(`latency ${JSON.stringify(value)} is not N or MIN-MAX milliseconds; use e.g. 250 or 100-400`);
+  return m[2] === undefined ? Number(m[1]) : { minMs: Number(m[1]), maxMs: Number(m[2]) };
+}
+
+function resolveLatency(latency: number | LatencyRange | undefined): LatencyRange | null {
+  if (latency === undefined) return null;
+  const range = typeof latency === 'number' ? { minMs: latency, maxMs: latency } : { ...latency };
+  positiveInt('latencyMs', range.minMs, 0);
+  positiveInt('latencyMs', range.maxMs, 0);
+  if (range.minMs > range.maxMs) throw new EmulatorOptionError(`latencyMs range ${range.minMs}-${range.maxMs} has MIN above MAX`);
+  return range.maxMs === 0 ? null : range;
 }
 
 function positiveInt(name: string, value: number, min: number): number {

@@ -75,6 +75,12 @@ export interface EventsRequestRecord {
   httpVersion: '1.1' | '2';
 }
 
+/** Inclusive bounds of a uniformly drawn delay. */
+export interface LatencyRange {
+  minMs: number;
+  maxMs: number;
+}
+
 export interface EmulatorOptions {
   /** "HOST:PORT"; default 127.0.0.1:7181; port 0 picks a free one. */
   listen?: string;
@@ -110,6 +116,14 @@ export interface EmulatorOptions {
   validateRows?: boolean;
   /** The openssl binary used to make the self-signed certificate (default "openssl"). */
   opensslPath?: string;
+  /**
+   * Every Events and cluster API answer is sent this much later (ms), on top
+   * of any fault: a number, or a range drawn uniformly (one `random` draw per
+   * answer). Default none. Models a distant region.
+   */
+  latencyMs?: number | LatencyRange;
+  /** Request bodies are read at most this fast (bytes per second). Default unlimited. */
+  uploadBytesPerSec?: number;
   /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
   onEventsRequest?: (record: EventsRequestRecord) => void;
 }

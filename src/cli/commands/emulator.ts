@@ -3,7 +3,15 @@
 // read to find the URL and tokens; anything else goes to stderr.
 import path from 'node:path';
 import { EXIT_OK, SpoolshipError, UsageError } from '../../errors.js';
-import { DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REPLICA_DELAY_MS, DEFAULT_RPS, parseListen } from '../../emulator/options.js';
+import {
+  DEFAULT_LISTEN,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_REPLICA_DELAY_MS,
+  DEFAULT_RPS,
+  parseLatency,
+  parseListen,
+} from '../../emulator/options.js';
 import { loadFaultsArg, startEmulator, type EmulatorOptions, type Fault } from '../../emulator/index.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
@@ -30,6 +38,9 @@ Options:
   --faults JSON|@FILE       faults to inject, a JSON array, e.g. '[{"kind":"status","status":503,"p":0.1}]'
   --no-validate             benchmark only: count every non-empty line as a row without parsing JSON
   --max-connections N       open connections allowed (default ${DEFAULT_MAX_CONNECTIONS}); beyond: HTTP/2 GOAWAY 7, HTTP/1.1 429
+  --latency-ms N|MIN-MAX    delay every Events and cluster API answer by N ms, or uniformly MIN..MAX ms,
+                            on top of any fault (a distant region)
+  --upload-bytes-per-sec N  read request bodies at most this fast (a slow uplink)
   -h, --help                show this help
 
 See docs/emulator.md for the faults grammar and the stats endpoint.
@@ -49,6 +60,8 @@ const OPTIONS = {
   faults: { type: 'string' },
   'no-validate': { type: 'boolean' },
   'max-connections': { type: 'string' },
+  'latency-ms': { type: 'string' },
+  'upload-bytes-per-sec': { type: 'string' },
 } as const;
 
 export function parseEmulatorArgs(argv: string[], cwd: string): EmulatorOptions {
@@ -76,7 +89,21 @@ export function parseEmulatorArgs(argv: string[], cwd: string): EmulatorOptions 
     faults: v.faults === undefined ? [] : faultsFlag(v.faults),
     validateRows: !(v['no-validate'] ?? false),
     maxConnections: intFlag('--max-connections', v['max-connections'], 1),
+    latencyMs: latencyFlag(v['latency-ms']),
+    uploadBytesPerSec: intFlag('--upload-bytes-per-sec', v['upload-bytes-per-sec'], 1),
   };
+}
+
+function latencyFlag(value: string | undefined): EmulatorOptions['latencyMs'] {
+  if (value === undefined) return undefined;
+  try {
+    const latency = parseLatency(value);
+    if (typeof latency !== 'number' && latency.minMs > latency.maxMs) throw new UsageError(`--latency-ms: ${value} has MIN above MAX; give e.g. --latency-ms 100-400`);
+    return latency;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`--latency-ms: ${(err as Error).message}`);
+  }
 }
 
 function intFlag(flag: string, value: string | undefined, min: number): number | undefined {

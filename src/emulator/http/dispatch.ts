@@ -1,6 +1,7 @@
 // Per request: turn the Node request into an EmuRequest, route it, and carry
 // out the answer, including the connection-level faults only this layer can
-// perform (drop the connection, GOAWAY, hang).
+// perform (drop the connection, GOAWAY, hang). Bodies are read at the upload
+// pace, and every Events and cluster API answer waits out the latency first.
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
 import type { ClusterApi } from '../clusters/index.js';
@@ -9,7 +10,7 @@ import type { EventsApi } from '../events/events-api.js';
 import { jsonError, type EventsOutcome, type EventsResult } from '../events/outcome.js';
 import type { StatsCollector } from '../stats.js';
 import type { EmuRequest, EventsRequestRecord } from '../types.js';
-import { readBody } from './body.js';
+import { readBody, type UploadPace } from './body.js';
 import type { ConnectionTracker } from './connections.js';
 import { sendResponse, type AnyResponse } from './respond.js';
 
@@ -28,6 +29,10 @@ export interface DispatchDeps {
   stats: StatsCollector;
   now: () => number;
   record(record: EventsRequestRecord): void;
+  /** Body read pacing (`uploadBytesPerSec`), or null. */
+  pace: UploadPace | null;
+  /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
+  answerDelay: (() => Promise<void>) | null;
 }
 
 export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: AnyResponse) => Promise<void> {
@@ -38,6 +43,7 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
     if (!http2 && deps.connections.isOverLimit(req.socket as never)) {
       req.resume();
       if (url.pathname === '/v0/events') deps.stats.countRequest(429);
+      if (!(await waitLatency(deps))) return;
       sendResponse(res, { status: 429, headers: { 'retry-after': '1' }, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
       return;
     }
@@ -62,7 +68,7 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
   if (result === null) {
     let read;
     try {
-      read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
+      read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n), deps.pace);
     } catch {
       return; // the client went away mid-body: nothing to answer
     }
@@ -84,7 +90,20 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
     outcome: label,
     httpVersion: head.httpVersion,
   });
+  if (outcome.kind !== 'hang' && !(await waitLatency(deps))) return;
   carryOut(deps, req, res, outcome);
+}
+
+/** false when close() cancelled the wait: the connection is being dropped. */
+async function waitLatency(deps: DispatchDeps): Promise<boolean> {
+  if (deps.answerDelay === null) return true;
+  try {
+    await deps.answerDelay();
+    return true;
+  } catch (err) {
+    if (err instanceof EmulatorClosedError) return false;
+    throw err;
+  }
 }
 
 /** null when close() interrupted the request (its connection is being dropped). */
@@ -128,10 +147,11 @@ function dropConnection(deps: DispatchDeps, req: AnyRequest): void {
 async function handleClusters(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL): Promise<void> {
   let read;
   try {
-    read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES);
+    read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES, undefined, deps.pace);
   } catch {
     return;
   }
+  if (!(await waitLatency(deps))) return;
   if (read.overflow) {
     sendResponse(res, { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } });
     return;
