@@ -9,6 +9,7 @@
 import { createClusterApi, type ClusterApi } from './clusters/index.js';
 import { performance } from 'node:perf_hooks';
 import { Delays, pickDelayMs } from './delays.js';
+import { DataSourceCatalog } from './events/datasources.js';
 import { createEventsApi } from './events/events-api.js';
 import { PartialInsertMemory } from './events/partial-dedup.js';
 import { createRowStore } from './events/row-store.js';
@@ -36,6 +37,8 @@ export interface Emulator {
   /** The first events token. */
   readonly token: string;
   readonly tokens: readonly string[];
+  /** Tokens with DATASOURCE:APPEND only (none unless given). */
+  readonly appendTokens: readonly string[];
   readonly adminToken: string;
   /** A valid token of another region: the Events API answers 404. */
   readonly foreignToken: string;
@@ -63,7 +66,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
   const events = createEventsApi({
     tokens: new Set(o.tokens),
+    appendTokens: new Set(o.appendTokens),
     foreignToken: o.foreignToken,
+    datasources: new DataSourceCatalog(o.datasources, o.now),
     limiter: new SlidingWindowLimiter(o.rps, o.now),
     faults,
     maxBodyBytes: o.maxBodyBytes,
@@ -101,6 +106,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     url: `${tls ? 'https' : 'http'}://${urlHost(o.host)}:${address.port}`,
     token: o.tokens[0]!,
     tokens: o.tokens,
+    appendTokens: o.appendTokens,
     adminToken: o.adminToken,
     foreignToken: o.foreignToken,
     org: o.org,

@@ -1,7 +1,7 @@
 // EmulatorOptions with defaults applied and checked once at start-up.
 import { randomBytes } from 'node:crypto';
 import { EmulatorOptionError } from './errors.js';
-import { parseFaults } from './faults.js';
+import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS, parseFaults } from './faults.js';
 import type { EmulatorOptions, Fault, LatencyRange } from './types.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7181';
@@ -16,6 +16,9 @@ export interface ResolvedOptions {
   port: number;
   dataDir: string | null;
   tokens: string[];
+  appendTokens: string[];
+  /** null: every name exists. */
+  datasources: string[] | null;
   adminToken: string;
   foreignToken: string;
   org: string;
@@ -44,6 +47,8 @@ export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
     port,
     dataDir: opts.dataDir ?? null,
     tokens,
+    appendTokens: [...(opts.appendTokens ?? [])],
+    datasources: opts.datasources === undefined ? null : opts.datasources.map(checkDataSourceName),
     adminToken: opts.adminToken ?? generateToken('admin'),
     foreignToken: opts.foreignToken ?? generateToken('foreign'),
     org: opts.org ?? DEFAULT_ORG,
@@ -87,6 +92,15 @@ function resolveLatency(latency: number | LatencyRange | undefined): LatencyRang
   positiveInt('latencyMs', range.maxMs, 0);
   if (range.minMs > range.maxMs) throw new EmulatorOptionError(`latencyMs range ${range.minMs}-${range.maxMs} has MIN above MAX`);
   return range.maxMs === 0 ? null : range;
+}
+
+function checkDataSourceName(name: string): string {
+  if (!DATASOURCE_NAME_RE.test(name)) {
+    throw new EmulatorOptionError(
+      `datasources: ${JSON.stringify(name)} is not a Data Source name (letters, digits and _, not starting with a digit, at most ${MAX_DATASOURCE_NAME_CHARS} characters)`,
+    );
+  }
+  return name;
 }
 
 function positiveInt(name: string, value: number, min: number): number {

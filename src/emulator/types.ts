@@ -88,6 +88,14 @@ export interface EmulatorOptions {
   dataDir?: string | null;
   /** Event tokens (DATASOURCE:APPEND and CREATE). Generated when empty. */
   tokens?: string[];
+  /** Event tokens with DATASOURCE:APPEND only: an append to a Data Source that does not exist is 403. */
+  appendTokens?: string[];
+  /**
+   * Data Sources that exist. When given, any other name is created by its
+   * first append (a CREATE token, 5 creations per minute per organization,
+   * beyond it 429). When absent, every name exists.
+   */
+  datasources?: string[];
   adminToken?: string;
   /** A valid token of another region: answered 404. Generated when absent. */
   foreignToken?: string;

@@ -127,8 +127,25 @@ describe('spoolship emulator (CLI)', () => {
     expect(await paced).toBeInstanceOf(Error);
   });
 
+  it('--datasources and --append-token: APPEND-only tokens reach existing Data Sources only', async () => {
+    const { child, ready } = await spawnEmulator(['--datasources', 'app, other', '--append-token', 'ap1', '--append-token', 'ap2']);
+    const post = async (name: string, token: string) => {
+      const res = await request(`${ready.url}/v0/events?name=${name}&wait=true`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"x":1}\n' });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    expect(await post('app', 'ap1')).toBe(200);
+    expect(await post('other', 'ap2')).toBe(200);
+    expect(await post('fresh', 'ap1')).toBe(403);
+    expect(await post('fresh', ready.token)).toBe(200);
+    expect(await post('fresh', 'ap2')).toBe(200);
+    expect(await stop(child)).toBe(0);
+  });
+
   it.each([
     [['--bogus'], /Unknown option '--bogus'/],
+    [['--datasources', 'app,9lives'], /--datasources: "9lives" is not a Data Source name/],
+    [['--append-token', ''], /--append-token must not be empty/],
     [['--latency-ms', 'soon'], /--latency-ms: .*"soon" is not N or MIN-MAX/],
     [['--latency-ms', '400-100'], /--latency-ms: 400-100 has MIN above MAX/],
     [['--upload-bytes-per-sec', '0'], /--upload-bytes-per-sec: "0" is not an integer >= 1/],
@@ -148,7 +165,7 @@ describe('spoolship emulator (CLI)', () => {
   it('--help lists every flag', () => {
     const r = spawnSync(process.execPath, [CLI, 'emulator', '--help'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    for (const flag of ['--listen', '--data', '--token', '--admin-token', '--foreign-token', '--org', '--rps', '--max-body', '--replica-delay-ms', '--tls', '--faults', '--no-validate', '--max-connections', '--latency-ms', '--upload-bytes-per-sec']) {
+    for (const flag of ['--listen', '--data', '--token', '--admin-token', '--foreign-token', '--org', '--rps', '--max-body', '--replica-delay-ms', '--tls', '--faults', '--no-validate', '--max-connections', '--latency-ms', '--upload-bytes-per-sec', '--datasources', '--append-token']) {
       expect(r.stdout).toContain(flag);
     }
   });

@@ -12,6 +12,7 @@ import {
   parseLatency,
   parseListen,
 } from '../../emulator/options.js';
+import { DATASOURCE_NAME_RE } from '../../emulator/faults.js';
 import { loadFaultsArg, startEmulator, type EmulatorOptions, type Fault } from '../../emulator/index.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
@@ -27,6 +28,11 @@ Options:
   --data DIR                store rows in DIR/<name>.ndjson (quarantine: DIR/<name>_quarantine.ndjson);
                             without it rows are only counted
   --token T                 events token (DATASOURCE:APPEND and CREATE); repeatable; generated when absent
+  --append-token T          events token with DATASOURCE:APPEND only (an append to a Data Source that
+                            does not exist is 403); repeatable
+  --datasources a,b,...     Data Sources that exist; any other name is created by its first append, which
+                            needs a --token token and fits in 5 creations per minute (beyond: 429 with
+                            Retry-After); without it every name exists
   --admin-token T           org-admin token of the cluster API; generated when absent
   --foreign-token T         a valid token of another region (answered 404); generated when absent
   --org ORG                 organization id (default emulator_org)
@@ -50,6 +56,8 @@ const OPTIONS = {
   listen: { type: 'string' },
   data: { type: 'string' },
   token: { type: 'string', multiple: true },
+  'append-token': { type: 'string', multiple: true },
+  datasources: { type: 'string' },
   'admin-token': { type: 'string' },
   'foreign-token': { type: 'string' },
   org: { type: 'string' },
@@ -72,13 +80,15 @@ export function parseEmulatorArgs(argv: string[], cwd: string): EmulatorOptions 
   } catch (err) {
     throw new UsageError(`--listen: ${(err as Error).message}`);
   }
-  for (const [flag, value] of [['--token', v.token], ['--admin-token', [v['admin-token']]], ['--foreign-token', [v['foreign-token']]], ['--org', [v.org]]] as const) {
+  for (const [flag, value] of [['--token', v.token], ['--append-token', v['append-token']], ['--admin-token', [v['admin-token']]], ['--foreign-token', [v['foreign-token']]], ['--org', [v.org]]] as const) {
     if (value?.some((s) => s !== undefined && s.trim() === '')) throw new UsageError(`${flag} must not be empty; give a value or leave the flag out`);
   }
   return {
     listen,
     dataDir: v.data === undefined ? null : path.resolve(cwd, v.data),
     tokens: v.token ?? [],
+    appendTokens: v['append-token'] ?? [],
+    datasources: datasourcesFlag(v.datasources),
     adminToken: v['admin-token'],
     foreignToken: v['foreign-token'],
     org: v.org,
@@ -92,6 +102,17 @@ export function parseEmulatorArgs(argv: string[], cwd: string): EmulatorOptions 
     latencyMs: latencyFlag(v['latency-ms']),
     uploadBytesPerSec: intFlag('--upload-bytes-per-sec', v['upload-bytes-per-sec'], 1),
   };
+}
+
+/** "a,b,c"; an empty value means no Data Source exists yet. */
+function datasourcesFlag(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const bad = names.find((n) => !DATASOURCE_NAME_RE.test(n));
+  if (bad !== undefined) {
+    throw new UsageError(`--datasources: ${JSON.stringify(bad)} is not a Data Source name (letters, digits and _, not starting with a digit, at most 255 characters)`);
+  }
+  return names;
 }
 
 function latencyFlag(value: string | undefined): EmulatorOptions['latencyMs'] {
