@@ -25,7 +25,8 @@ Stops on SIGTERM or SIGINT (exit 0).
 
 Options:
   --listen HOST:PORT        address to listen on (default ${DEFAULT_LISTEN}; port 0 picks a free one)
-  --data DIR                store rows in DIR/<name>.ndjson (quarantine: DIR/<name>_quarantine.ndjson);
+  --data DIR                store rows in DIR/<name>.ndjson (quarantine: DIR/<name>_quarantine.ndjson;
+                            names ending in _quarantine or too long: see docs/emulator.md);
                             without it rows are only counted
   --token T                 events token (DATASOURCE:APPEND and CREATE); repeatable; generated when absent
   --append-token T          events token with DATASOURCE:APPEND only (an append to a Data Source that
