@@ -98,11 +98,11 @@ describe('open row files', () => {
 
 describe('authentication comes first', () => {
   /** POSTs a body that never ends; resolves with the answer given meanwhile. */
-  function postUnfinished(url: string, token: string): Promise<{ status: number; body: string }> {
+  function postUnfinished(url: string, token: string, route = '/v0/events?name=events', method = 'POST'): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = http.request(`${url}/v0/events?name=events`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-length': '5000000' },
+      const req = http.request(`${url}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-length': '500000', 'content-type': 'application/json' },
       });
       req.on('error', reject);
       req.on('response', (res) => {
@@ -129,5 +129,15 @@ describe('authentication comes first', () => {
       [403, 0],
       [404, 0],
     ]);
+  });
+
+  it('the cluster API refuses a bad token before reading the body', async () => {
+    const emu = await startEmu();
+    const id = 'aws-eu-central-1-01'; // seeded
+    expect(emu.clusters.getCluster(id)).toBeDefined();
+    const res = await postUnfinished(emu.url, 'not-admin', `/v0/organizations/${emu.org}/clusters/${id}/weights`, 'PUT');
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.body)).toEqual({ error: expect.any(String) });
+    expect(emu.clusters.requests()).toEqual([expect.objectContaining({ method: 'PUT', status: 403, body: null })]);
   });
 });

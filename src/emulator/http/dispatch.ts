@@ -145,6 +145,17 @@ function dropConnection(deps: DispatchDeps, req: AnyRequest): void {
 }
 
 async function handleClusters(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL): Promise<void> {
+  let early;
+  try {
+    early = await deps.clusters.admit(toEmuRequest(req, url, EMPTY));
+  } catch (err) {
+    early = { status: 500, body: { error: `emulator error: ${(err as Error).message}` } };
+  }
+  if (early !== null) {
+    // Answered before the body: Node discards what the client still sends.
+    if (await waitLatency(deps)) sendResponse(res, early);
+    return;
+  }
   let read;
   try {
     read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES, undefined, deps.pace);
