@@ -9,7 +9,7 @@ import { EmulatorClosedError } from '../delays.js';
 import type { EventsApi } from '../events/events-api.js';
 import { jsonError, type EventsOutcome, type EventsResult } from '../events/outcome.js';
 import type { StatsCollector } from '../stats.js';
-import type { EmuRequest, EventsRequestRecord } from '../types.js';
+import type { EmuRequest, EmuResponse, EventsRequestRecord } from '../types.js';
 import { readBody, type UploadPace } from './body.js';
 import type { ConnectionTracker } from './connections.js';
 import { sendResponse, type AnyResponse } from './respond.js';
@@ -145,33 +145,27 @@ function dropConnection(deps: DispatchDeps, req: AnyRequest): void {
 }
 
 async function handleClusters(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL): Promise<void> {
-  let early;
+  const response = await clusterResponse(deps, req, url);
+  if (response !== null && (await waitLatency(deps))) sendResponse(res, response);
+}
+
+/** null when the client went away mid-body. */
+async function clusterResponse(deps: DispatchDeps, req: AnyRequest, url: URL): Promise<EmuResponse | null> {
   try {
-    early = await deps.clusters.admit(toEmuRequest(req, url, EMPTY));
-  } catch (err) {
-    early = { status: 500, body: { error: `emulator error: ${(err as Error).message}` } };
-  }
-  if (early !== null) {
     // Answered before the body: Node discards what the client still sends.
-    if (await waitLatency(deps)) sendResponse(res, early);
-    return;
-  }
-  let read;
-  try {
-    read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES, undefined, deps.pace);
-  } catch {
-    return;
-  }
-  if (!(await waitLatency(deps))) return;
-  if (read.overflow) {
-    sendResponse(res, { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } });
-    return;
-  }
-  try {
+    const early = await deps.clusters.admit(toEmuRequest(req, url, EMPTY));
+    if (early !== null) return early;
+    let read;
+    try {
+      read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES, undefined, deps.pace);
+    } catch {
+      return null;
+    }
+    if (read.overflow) return { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } };
     const response = await deps.clusters.handle(toEmuRequest(req, url, read.body));
-    sendResponse(res, response ?? { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } });
+    return response ?? { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } };
   } catch (err) {
-    sendResponse(res, { status: 500, body: { error: `emulator error: ${(err as Error).message}` } });
+    return { status: 500, body: { error: `emulator error: ${(err as Error).message}` } };
   }
 }
 
