@@ -1,6 +1,8 @@
-// Timers the emulator owns (the `slow` fault), so close() can cancel them:
-// a pending delay rejects with EmulatorClosedError and its request is dropped
-// instead of touching a closed store.
+// Timers the emulator owns (the `slow` fault, answer latency, upload
+// pacing), so close() can cancel them: a pending delay rejects with
+// EmulatorClosedError and its request is dropped instead of touching a closed
+// store or keeping the process alive.
+import type { LatencyRange } from './types.js';
 
 export class EmulatorClosedError extends Error {
   readonly code = 'SPOOLSHIP_ERR_EMULATOR_CLOSED';
@@ -12,6 +14,12 @@ export class EmulatorClosedError extends Error {
 interface Pending {
   timer: NodeJS.Timeout;
   reject: (err: Error) => void;
+}
+
+/** A delay in [minMs, maxMs], uniformly (one draw of `random`, in [0, 1)). */
+export function pickDelayMs(range: LatencyRange, random: () => number): number {
+  if (range.minMs === range.maxMs) return range.minMs;
+  return range.minMs + Math.floor(random() * (range.maxMs - range.minMs + 1));
 }
 
 export class Delays {

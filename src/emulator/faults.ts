@@ -20,7 +20,9 @@ const KIND_FIELDS: Record<Fault['kind'], Record<string, boolean>> = {
   reject_marker: { marker: true },
 };
 
-export const DATASOURCE_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Longest Data Source name accepted; longer ones are a 400 (and cannot be a file name). */
+export const MAX_DATASOURCE_NAME_CHARS = 255;
+export const DATASOURCE_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
 
 /** Parses `--faults JSON` or `--faults @FILE`. */
 export function loadFaultsArg(arg: string): Fault[] {
@@ -78,7 +80,7 @@ function checkSelector(obj: Record<string, unknown>, fail: (why: string) => neve
   if (obj.p !== undefined && !(typeof obj.p === 'number' && obj.p > 0 && obj.p <= 1)) fail('"p" must be a number in (0, 1]');
   if (obj.every !== undefined && !isInt(obj.every, 1)) fail('"every" must be an integer >= 1');
   if (obj.datasource !== undefined && !(typeof obj.datasource === 'string' && DATASOURCE_NAME_RE.test(obj.datasource))) {
-    fail('"datasource" must be a Data Source name matching ^[A-Za-z_][A-Za-z0-9_]*$');
+    fail(`"datasource" must be a Data Source name matching ^[A-Za-z_][A-Za-z0-9_]*$ of at most ${MAX_DATASOURCE_NAME_CHARS} characters`);
   }
 }
 

@@ -2,11 +2,14 @@
 // cluster API (src/emulator/clusters, another module's seam) and the HTTP
 // layer, and returns a handle tests and the embedded agent drive.
 //
-// Shutdown sequence (close): cancel `slow` delays -> destroy every session and
-// socket (hung requests too) -> wait for the listener to close -> flush and
+// Shutdown sequence (close): cancel every delay (`slow` faults, answer
+// latency, upload pacing; their requests are dropped) -> destroy every session
+// and socket (hung requests too) -> wait for the listener to close -> flush and
 // close the row files -> remove a temp certificate dir.
 import { createClusterApi, type ClusterApi } from './clusters/index.js';
-import { Delays } from './delays.js';
+import { performance } from 'node:perf_hooks';
+import { Delays, pickDelayMs } from './delays.js';
+import { DataSourceCatalog } from './events/datasources.js';
 import { createEventsApi } from './events/events-api.js';
 import { PartialInsertMemory } from './events/partial-dedup.js';
 import { createRowStore } from './events/row-store.js';
@@ -25,6 +28,8 @@ export { loadFaultsArg, parseFaults } from './faults.js';
 
 /** recordRequests keeps at most this many records (the oldest are dropped). */
 export const MAX_RECORDED_REQUESTS = 100_000;
+export { MAX_OPEN_ROW_FILES } from './events/row-store.js';
+export { dataSourceFileName } from './events/file-names.js';
 
 export interface Emulator {
   /** Base URL, e.g. http://127.0.0.1:41234 (https:// with TLS). */
@@ -32,6 +37,8 @@ export interface Emulator {
   /** The first events token. */
   readonly token: string;
   readonly tokens: readonly string[];
+  /** Tokens with DATASOURCE:APPEND only (none unless given). */
+  readonly appendTokens: readonly string[];
   readonly adminToken: string;
   /** A valid token of another region: the Events API answers 404. */
   readonly foreignToken: string;
@@ -59,7 +66,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
   const events = createEventsApi({
     tokens: new Set(o.tokens),
+    appendTokens: new Set(o.appendTokens),
     foreignToken: o.foreignToken,
+    datasources: new DataSourceCatalog(o.datasources, o.now),
     limiter: new SlidingWindowLimiter(o.rps, o.now),
     faults,
     maxBodyBytes: o.maxBodyBytes,
@@ -75,8 +84,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
     opts.onEventsRequest?.(r);
   };
+  const latency = o.latency;
+  const answerDelay = latency === null ? null : () => delays.delay(pickDelayMs(latency, o.random));
+  const pace =
+    o.uploadBytesPerSec === null
+      ? null
+      : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
   const server = new EmulatorHttpServer({ tls, maxConnections: o.maxConnections }, (connections) =>
-    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record }),
+    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, pace, answerDelay }),
   );
   let address;
   try {
@@ -91,6 +106,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     url: `${tls ? 'https' : 'http'}://${urlHost(o.host)}:${address.port}`,
     token: o.tokens[0]!,
     tokens: o.tokens,
+    appendTokens: o.appendTokens,
     adminToken: o.adminToken,
     foreignToken: o.foreignToken,
     org: o.org,

@@ -1,8 +1,8 @@
 // EmulatorOptions with defaults applied and checked once at start-up.
 import { randomBytes } from 'node:crypto';
 import { EmulatorOptionError } from './errors.js';
-import { parseFaults } from './faults.js';
-import type { EmulatorOptions, Fault } from './types.js';
+import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS, parseFaults } from './faults.js';
+import type { EmulatorOptions, Fault, LatencyRange } from './types.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7181';
 export const DEFAULT_RPS = 100; // the platform's Events API limit per organization
@@ -16,6 +16,9 @@ export interface ResolvedOptions {
   port: number;
   dataDir: string | null;
   tokens: string[];
+  appendTokens: string[];
+  /** null: every name exists. */
+  datasources: string[] | null;
   adminToken: string;
   foreignToken: string;
   org: string;
@@ -28,6 +31,10 @@ export interface ResolvedOptions {
   recordRequests: boolean;
   validateRows: boolean;
   opensslPath: string;
+  /** null: answers are not delayed. */
+  latency: LatencyRange | null;
+  /** null: bodies are read as fast as they arrive. */
+  uploadBytesPerSec: number | null;
   now: () => number;
   random: () => number;
 }
@@ -40,6 +47,8 @@ export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
     port,
     dataDir: opts.dataDir ?? null,
     tokens,
+    appendTokens: [...(opts.appendTokens ?? [])],
+    datasources: opts.datasources === undefined ? null : opts.datasources.map(checkDataSourceName),
     adminToken: opts.adminToken ?? generateToken('admin'),
     foreignToken: opts.foreignToken ?? generateToken('foreign'),
     org: opts.org ?? DEFAULT_ORG,
@@ -52,6 +61,8 @@ export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
     recordRequests: opts.recordRequests ?? false,
     validateRows: opts.validateRows ?? true,
     opensslPath: opts.opensslPath ?? 'openssl',
+    latency: resolveLatency(opts.latencyMs),
+    uploadBytesPerSec: opts.uploadBytesPerSec === undefined ? null : positiveInt('uploadBytesPerSec', opts.uploadBytesPerSec, 1),
     now: opts.now ?? Date.now,
     random: opts.random ?? Math.random,
   };
@@ -65,6 +76,31 @@ export function parseListen(listen: string): { host: string; port: number } {
     throw new EmulatorOptionError(`listen address ${JSON.stringify(listen)} is not HOST:PORT; use e.g. 127.0.0.1:7181 (port 0 picks a free one)`);
   }
   return { host: (m[1] ?? m[2])!, port };
+}
+
+/** `--latency-ms`: "N" or "MIN-MAX" (ms). */
+export function parseLatency(value: string): number | LatencyRange {
+  const m = /^(\d{1,9})(?:-(\d{1,9}))?$/.exec(value);
+  if (!m) throw new EmulatorOptionError(`latency ${JSON.stringify(value)} is not N or MIN-MAX milliseconds; use e.g. 250 or 100-400`);
+  return m[2] === undefined ? Number(m[1]) : { minMs: Number(m[1]), maxMs: Number(m[2]) };
+}
+
+function resolveLatency(latency: number | LatencyRange | undefined): LatencyRange | null {
+  if (latency === undefined) return null;
+  const range = typeof latency === 'number' ? { minMs: latency, maxMs: latency } : { ...latency };
+  positiveInt('latencyMs', range.minMs, 0);
+  positiveInt('latencyMs', range.maxMs, 0);
+  if (range.minMs > range.maxMs) throw new EmulatorOptionError(`latencyMs range ${range.minMs}-${range.maxMs} has MIN above MAX`);
+  return range.maxMs === 0 ? null : range;
+}
+
+function checkDataSourceName(name: string): string {
+  if (!DATASOURCE_NAME_RE.test(name)) {
+    throw new EmulatorOptionError(
+      `datasources: ${JSON.stringify(name)} is not a Data Source name (letters, digits and _, not starting with a digit, at most ${MAX_DATASOURCE_NAME_CHARS} characters)`,
+    );
+  }
+  return name;
 }
 
 function positiveInt(name: string, value: number, min: number): number {

@@ -39,6 +39,9 @@ export interface EmuRequest {
   httpVersion?: '1.1' | '2';
 }
 
+/** What is known of a request before its body is read. */
+export type EmuRequestHead = Omit<EmuRequest, 'body' | 'bodyOverflow'>;
+
 export interface EmuResponse {
   status: number;
   headers?: Record<string, string>;
@@ -72,6 +75,12 @@ export interface EventsRequestRecord {
   httpVersion: '1.1' | '2';
 }
 
+/** Inclusive bounds of a uniformly drawn delay. */
+export interface LatencyRange {
+  minMs: number;
+  maxMs: number;
+}
+
 export interface EmulatorOptions {
   /** "HOST:PORT"; default 127.0.0.1:7181; port 0 picks a free one. */
   listen?: string;
@@ -79,6 +88,14 @@ export interface EmulatorOptions {
   dataDir?: string | null;
   /** Event tokens (DATASOURCE:APPEND and CREATE). Generated when empty. */
   tokens?: string[];
+  /** Event tokens with DATASOURCE:APPEND only: an append to a Data Source that does not exist is 403. */
+  appendTokens?: string[];
+  /**
+   * Data Sources that exist. When given, any other name is created by its
+   * first append (a CREATE token, 5 creations per minute per organization,
+   * beyond it 429). When absent, every name exists.
+   */
+  datasources?: string[];
   adminToken?: string;
   /** A valid token of another region: answered 404. Generated when absent. */
   foreignToken?: string;
@@ -107,6 +124,14 @@ export interface EmulatorOptions {
   validateRows?: boolean;
   /** The openssl binary used to make the self-signed certificate (default "openssl"). */
   opensslPath?: string;
+  /**
+   * Every Events and cluster API answer is sent this much later (ms), on top
+   * of any fault: a number, or a range drawn uniformly (one `random` draw per
+   * answer). Default none. Models a distant region.
+   */
+  latencyMs?: number | LatencyRange;
+  /** Request bodies are read at most this fast (bytes per second). Default unlimited. */
+  uploadBytesPerSec?: number;
   /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
   onEventsRequest?: (record: EventsRequestRecord) => void;
 }

@@ -112,8 +112,43 @@ describe('spoolship emulator (CLI)', () => {
     expect((await exited)[0]).toBe(0);
   });
 
+  it('SIGTERM exits 0 at once while an answer waits out --latency-ms and a body is paced by --upload-bytes-per-sec', async () => {
+    const { child, ready } = await spawnEmulator(['--latency-ms', '600000-700000', '--upload-bytes-per-sec', '1']);
+    const post = (body: string) =>
+      request(`${ready.url}/v0/events?name=cli&wait=true`, { method: 'POST', headers: { authorization: `Bearer ${ready.token}` }, body });
+    const waiting = post('{"x":1}\n').catch((err: Error) => err);
+    const paced = post(`${'{"x":1}\n'.repeat(100)}`).catch((err: Error) => err);
+    const stats = async () => (await (await request(`${ready.url}/_emulator/stats`)).body.json()) as { bytes_in: number };
+    // Both requests are in: the first body was read whole (8 bytes), the second's first bytes.
+    while ((await stats()).bytes_in <= 8) await new Promise((r) => setTimeout(r, 20));
+    // Pending timers would keep the process alive for ten minutes.
+    expect(await stop(child)).toBe(0);
+    expect(await waiting).toBeInstanceOf(Error);
+    expect(await paced).toBeInstanceOf(Error);
+  });
+
+  it('--datasources and --append-token: APPEND-only tokens reach existing Data Sources only', async () => {
+    const { child, ready } = await spawnEmulator(['--datasources', 'app, other', '--append-token', 'ap1', '--append-token', 'ap2']);
+    const post = async (name: string, token: string) => {
+      const res = await request(`${ready.url}/v0/events?name=${name}&wait=true`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"x":1}\n' });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    expect(await post('app', 'ap1')).toBe(200);
+    expect(await post('other', 'ap2')).toBe(200);
+    expect(await post('fresh', 'ap1')).toBe(403);
+    expect(await post('fresh', ready.token)).toBe(200);
+    expect(await post('fresh', 'ap2')).toBe(200);
+    expect(await stop(child)).toBe(0);
+  });
+
   it.each([
     [['--bogus'], /Unknown option '--bogus'/],
+    [['--datasources', 'app,9lives'], /--datasources: "9lives" is not a Data Source name/],
+    [['--append-token', ''], /--append-token must not be empty/],
+    [['--latency-ms', 'soon'], /--latency-ms: .*"soon" is not N or MIN-MAX/],
+    [['--latency-ms', '400-100'], /--latency-ms: 400-100 has MIN above MAX/],
+    [['--upload-bytes-per-sec', '0'], /--upload-bytes-per-sec: "0" is not an integer >= 1/],
     [['--rps', 'abc'], /--rps: "abc" is not an integer >= 1; give e.g. --rps 100/],
     [['--max-body', '0'], /--max-body: "0" is not an integer >= 1/],
     [['--listen', 'localhost'], /--listen: .*is not HOST:PORT/],
@@ -130,7 +165,7 @@ describe('spoolship emulator (CLI)', () => {
   it('--help lists every flag', () => {
     const r = spawnSync(process.execPath, [CLI, 'emulator', '--help'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    for (const flag of ['--listen', '--data', '--token', '--admin-token', '--foreign-token', '--org', '--rps', '--max-body', '--replica-delay-ms', '--tls', '--faults', '--no-validate', '--max-connections']) {
+    for (const flag of ['--listen', '--data', '--token', '--admin-token', '--foreign-token', '--org', '--rps', '--max-body', '--replica-delay-ms', '--tls', '--faults', '--no-validate', '--max-connections', '--latency-ms', '--upload-bytes-per-sec', '--datasources', '--append-token']) {
       expect(r.stdout).toContain(flag);
     }
   });

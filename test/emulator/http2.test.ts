@@ -37,6 +37,23 @@ describe('HTTP/2 over TLS', () => {
     expect(emu.requests()).toEqual([]);
   });
 
+  it('a bad token with a large body is answered 403 on HTTP/2 and HTTP/1.1, and each connection keeps serving', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu({ dataDir: dir, tls: true });
+    const big = ndjson(200_000); // ~2.5 MB: far past the flow-control window if nobody read it
+    const client = await h2Client(emu.url, emu.caFile!);
+    const refused = await post(client, 'not-a-token', big);
+    expect(refused.statusCode).toBe(403);
+    await refused.body.dump();
+    const ok = await post(client, emu.token, ndjson(1));
+    expect(ok.statusCode).toBe(200);
+    await ok.body.dump();
+    const h1 = newAgent({ connect: { ca: await readFile(emu.caFile!) } });
+    expect((await postEvents(emu, { token: 'not-a-token', body: big }, h1)).status).toBe(403);
+    expect((await postEvents(emu, { body: ndjson(1, 1) }, h1)).status).toBe(200);
+    expect(await readStored(dir, 'events')).toBe(ndjson(2));
+  });
+
   it('goaway fault: rows inserted, then GOAWAY code 7 ends the session unanswered', async () => {
     const dir = await tempDir();
     const emu = await startEmu({ dataDir: dir, tls: true, recordRequests: true, faults: [{ kind: 'goaway', every: 2 }] });

@@ -56,6 +56,34 @@ export function sameWeights(a: Weights, b: Weights): boolean {
   });
 }
 
+/** Bodies are weights objects (3 levels); anything far deeper is hostile. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * True when the JSON text nests objects/arrays deeper than `maxDepth`. Checked
+ * before parsing: a 1 MB body of nested objects parses, but every recursive
+ * walk of it (validation, JSON.stringify in an error message) overflows the
+ * stack, which used to answer 500.
+ */
+export function nestsDeeperThan(buf: Buffer, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const b = buf[i]!;
+    if (inString) {
+      if (b === 0x5c) i += 1; // backslash: skip the escaped byte
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) {
+      inString = true;
+    } else if (b === 0x7b || b === 0x5b) {
+      if (++depth > maxDepth) return true;
+    } else if (b === 0x7d || b === 0x5d) {
+      depth -= 1;
+    }
+  }
+  return false;
+}
+
 export function field(body: unknown, name: string): unknown {
   return isPlainObject(body) ? body[name] : undefined;
 }

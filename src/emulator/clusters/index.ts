@@ -8,7 +8,8 @@
 // operator between a client's read and its write), `requests()` returns what
 // was received, `setWeights` / `setFlags` change state directly.
 import type { Cluster, Weights } from '../../clusters/types.js';
-import type { EmuRequest, EmuResponse } from '../types.js';
+import type { EmuRequest, EmuRequestHead, EmuResponse } from '../types.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './body.js';
 import { clusterCatalog } from './catalog.js';
 import { deleteReplica, postReplica, putWeights } from './operations.js';
 import { allowedMethods, matchClusterRoute, type ClusterRoute } from './routes.js';
@@ -39,6 +40,12 @@ export interface ClusterRequestRecord {
 export type RequestHook = (req: EmuRequest) => void | Promise<void>;
 
 export interface ClusterApi {
+  /**
+   * The token check, before the body is read: the 403 answer (recorded, body
+   * null) for a cluster route with a token not valid for it, else null (read
+   * the body and call handle()).
+   */
+  admit(req: EmuRequestHead): Promise<EmuResponse | null>;
   /** Answers a request under /v0/organizations/, or null when the path is not a cluster route. */
   handle(req: EmuRequest): Promise<EmuResponse | null>;
   /** Every cluster-route request received, oldest first. */
@@ -61,13 +68,24 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
   const records: ClusterRequestRecord[] = [];
   let hook: RequestHook | null = null;
 
+  async function admit(req: EmuRequestHead): Promise<EmuResponse | null> {
+    const route = matchClusterRoute(req.path);
+    // Unknown routes and methods keep their 404 / 405, which come before auth.
+    if (!route || !allowedMethods(route).includes(req.method) || authorized(req, route, opts.adminToken)) return null;
+    if (hook) await hook({ ...req, body: Buffer.alloc(0) });
+    const res = refused();
+    records.push({ at: opts.now(), method: req.method, path: req.path, body: null, status: res.status, response: res.body ?? null });
+    if (records.length > MAX_RECORDS) records.shift();
+    return res;
+  }
+
   async function handle(req: EmuRequest): Promise<EmuResponse | null> {
     const route = matchClusterRoute(req.path);
     if (!route) return null;
     if (hook) await hook(req);
     const body = parseBody(req.body);
     const res = answer(route, req, body);
-    const recorded = body === undefined ? req.body.toString('utf8') : body;
+    const recorded = body === undefined || body === TOO_DEEP ? req.body.toString('utf8') : body;
     records.push({ at: opts.now(), method: req.method, path: req.path, body: recorded, status: res.status, response: res.body ?? null });
     if (records.length > MAX_RECORDS) records.shift();
     return res;
@@ -78,21 +96,21 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     if (!allowed.includes(req.method)) {
       return { status: 405, headers: { allow: allowed.join(', ') }, body: { error: `method ${req.method} not allowed; use ${allowed.join(' or ')}` } };
     }
-    if (!authorized(req, route, opts.adminToken)) {
-      return { status: 403, body: { error: 'token not valid for the cluster management API of this organization' } };
-    }
+    if (!authorized(req, route, opts.adminToken)) return refused();
     if (route.org !== opts.org) return { status: 404, body: { error: `organization '${route.org}' not found` } };
     if (route.kind === 'list') return { status: 200, body: { clusters: store.list() } };
     if (route.kind === 'configuration') return { status: 200, body: catalog };
     if (!store.has(route.clusterId)) return { status: 404, body: { error: `cluster '${route.clusterId}' not found in organization '${route.org}'` } };
     if (!isJson(req)) return { status: 415, body: { error: 'request bodies must be JSON with Content-Type: application/json' } };
     if (body === undefined) return { status: 400, body: { error: 'request body is not valid JSON' } };
+    if (body === TOO_DEEP) return { status: 400, body: { error: `request body nests deeper than ${MAX_JSON_DEPTH} levels` } };
     if (route.kind === 'weights') return putWeights(store, catalog, route.clusterId, body);
     if (req.method === 'POST') return postReplica(store, catalog, route.clusterId, body);
     return deleteReplica(store, catalog, route.clusterId, route.segment!, body);
   }
 
   return {
+    admit,
     handle,
     requests: () => records.slice(),
     onRequest: (h) => {
@@ -104,7 +122,11 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
   };
 }
 
-function authorized(req: EmuRequest, route: ClusterRoute, adminToken: string): boolean {
+function refused(): EmuResponse {
+  return { status: 403, body: { error: 'token not valid for the cluster management API of this organization' } };
+}
+
+function authorized(req: EmuRequestHead, route: ClusterRoute, adminToken: string): boolean {
   const header = req.headers['authorization'];
   if (header !== undefined) return header === `Bearer ${adminToken}`;
   // The query form leaks into logs and proxies; the service allows it only here.
@@ -115,9 +137,12 @@ function isJson(req: EmuRequest): boolean {
   return /^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '');
 }
 
-/** null for an empty body, undefined for a body that is not JSON. */
+const TOO_DEEP = Symbol('too deep');
+
+/** null for an empty body, undefined for a body that is not JSON, TOO_DEEP past MAX_JSON_DEPTH. */
 function parseBody(buf: Buffer): unknown {
   if (buf.length === 0) return null;
+  if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) return TOO_DEEP;
   try {
     return JSON.parse(buf.toString('utf8'));
   } catch {

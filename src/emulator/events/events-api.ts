@@ -1,19 +1,26 @@
 // POST /v0/events, in the order the platform applies its rules:
-// auth -> rate limit -> faults -> name -> encoding -> size -> markers -> insert.
+// method -> auth and token scope (admit(), before any of the body is read) ->
+// rate limit -> faults -> name -> encoding -> size -> markers -> creation of a
+// new Data Source (datasources.ts) -> insert.
 // Each step either answers or passes on; the result is a value the HTTP layer
 // carries out (see outcome.ts).
-import { DATASOURCE_NAME_RE } from '../faults.js';
+import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS } from '../faults.js';
 import type { FaultPicker } from '../fault-picker.js';
-import type { SlidingWindowLimiter } from '../rate-limiter.js';
-import type { EmuRequest } from '../types.js';
+import type { RateDecision, SlidingWindowLimiter } from '../rate-limiter.js';
+import type { EmuRequest, EmuRequestHead } from '../types.js';
+import type { DataSourceCatalog } from './datasources.js';
 import { decodeEventsBody, tooLarge } from './decode.js';
 import { insertRows, type Inserter } from './insert.js';
 import { jsonError, type EventsOutcome, type EventsResult } from './outcome.js';
 import { splitNdjson, splitSingleJson } from './rows.js';
 
 export interface EventsApiDeps {
+  /** DATASOURCE:APPEND and CREATE. */
   tokens: ReadonlySet<string>;
+  /** DATASOURCE:APPEND only: Data Sources that exist. */
+  appendTokens: ReadonlySet<string>;
   foreignToken: string;
+  datasources: DataSourceCatalog;
   limiter: SlidingWindowLimiter;
   faults: FaultPicker;
   maxBodyBytes: number;
@@ -22,29 +29,35 @@ export interface EventsApiDeps {
   delay(delayMs: number): Promise<void>;
 }
 
-export type EventsApi = (req: EmuRequest) => Promise<EventsResult>;
+export interface EventsApi {
+  /**
+   * The checks that need no body (method, token). A non-null result is the
+   * answer, given without reading the body: a caller without a valid token
+   * cannot make the emulator read, buffer or decode anything.
+   */
+  admit(req: EmuRequestHead): EventsResult | null;
+  /** The rest of the rules, for a request admit() let through. */
+  handle(req: EmuRequest): Promise<EventsResult>;
+}
 
 export function createEventsApi(deps: EventsApiDeps): EventsApi {
-  return async (req) => {
+  const admit = (req: EmuRequestHead): EventsResult | null => {
+    const name = req.query.get('name');
+    if (req.method !== 'POST') return { outcome: jsonError(405, `${req.method} is not allowed on /v0/events; use POST`, { allow: 'POST' }), name, decodedBytes: null };
+    const auth = checkAuth(req.headers.authorization, deps);
+    if (auth.kind === 'refused') return { outcome: auth.outcome, name, decodedBytes: null };
+    if (auth.scope === 'append' && name !== null && DATASOURCE_NAME_RE.test(name) && !deps.datasources.exists(name)) {
+      const message = `Data Source ${JSON.stringify(name)} does not exist and the token has DATASOURCE:APPEND only; create it first or use a token with DATASOURCE:CREATE`;
+      return { outcome: jsonError(403, message), name, decodedBytes: null };
+    }
+    return null;
+  };
+  const handle = async (req: EmuRequest): Promise<EventsResult> => {
     const name = req.query.get('name');
     const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes });
 
-    if (req.method !== 'POST') return result(jsonError(405, `${req.method} is not allowed on /v0/events; use POST`, { allow: 'POST' }));
-    const authError = checkAuth(req.headers.authorization, deps);
-    if (authError) return result(authError);
-
     const rate = deps.limiter.take();
-    if (!rate.allowed) {
-      const seconds = String(rate.resetSeconds);
-      return result(
-        jsonError(429, `rate limit exceeded: ${rate.limit} requests per second per organization; retry after ${seconds} s`, {
-          'x-ratelimit-limit': String(rate.limit),
-          'x-ratelimit-remaining': String(rate.remaining),
-          'x-ratelimit-reset': seconds,
-          'retry-after': seconds,
-        }),
-      );
-    }
+    if (!rate.allowed) return result(rateLimited(rate, `${rate.limit} requests per second per organization`));
 
     const { action, markers } = deps.faults.pick(name);
     switch (action?.kind) {
@@ -74,28 +87,51 @@ export function createEventsApi(deps: EventsApiDeps): EventsApi {
     if (marker !== undefined) return result(jsonError(400, `rejected: the body contains the marker ${JSON.stringify(marker)}; no data inserted`), body.length);
 
     const rows = req.query.get('format') === 'json' ? splitSingleJson(body, deps.validateRows) : splitNdjson(body, deps.validateRows);
+    // An APPEND-only token never gets here for a missing Data Source (admit()).
+    const created = deps.datasources.ensure(name!);
+    if (!created.allowed) {
+      return result(rateLimited(created, `${created.limit} Data Source creations per minute per organization; "${name}" does not exist yet`), body.length);
+    }
     const wait = isTrue(req.query.get('wait'));
     const outcome = await insertRows(deps.inserter, { name: name!, body, rows, action, wait });
     return result(outcome, body.length);
   };
+  return { admit, handle };
 }
 
-function checkAuth(header: string | undefined, deps: EventsApiDeps): EventsOutcome | null {
+type AuthResult = { kind: 'refused'; outcome: EventsOutcome } | { kind: 'ok'; scope: 'create' | 'append' };
+
+function checkAuth(header: string | undefined, deps: EventsApiDeps): AuthResult {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   const token = match?.[1];
-  if (token === undefined) return jsonError(403, 'missing token: send "Authorization: Bearer <token>" with a DATASOURCE:APPEND or CREATE token');
-  if (token === deps.foreignToken) {
-    return jsonError(404, "the token's Workspace does not belong to this region; use the API host of the token's region");
-  }
-  if (!deps.tokens.has(token)) return jsonError(403, 'invalid token: it is unknown or lacks the DATASOURCE:APPEND / CREATE scope');
-  return null;
+  const refuse = (status: number, message: string): AuthResult => ({ kind: 'refused', outcome: jsonError(status, message) });
+  if (token === undefined) return refuse(403, 'missing token: send "Authorization: Bearer <token>" with a DATASOURCE:APPEND or CREATE token');
+  if (token === deps.foreignToken) return refuse(404, "the token's Workspace does not belong to this region; use the API host of the token's region");
+  if (deps.tokens.has(token)) return { kind: 'ok', scope: 'create' };
+  if (deps.appendTokens.has(token)) return { kind: 'ok', scope: 'append' };
+  return refuse(403, 'invalid token: it is unknown or lacks the DATASOURCE:APPEND / CREATE scope');
+}
+
+/** 429 with the platform's rate-limit headers; `what` names the budget. */
+function rateLimited(rate: RateDecision & { allowed: false }, what: string): EventsOutcome {
+  const seconds = String(rate.resetSeconds);
+  return jsonError(429, `rate limit exceeded: ${what}; retry after ${seconds} s`, {
+    'x-ratelimit-limit': String(rate.limit),
+    'x-ratelimit-remaining': String(rate.remaining),
+    'x-ratelimit-reset': seconds,
+    'retry-after': seconds,
+  });
 }
 
 function checkParams(query: URLSearchParams): EventsOutcome | null {
   const name = query.get('name');
   if (name === null || name === '') return jsonError(400, 'the "name" parameter is missing: give the Data Source name, e.g. ?name=events');
   if (!DATASOURCE_NAME_RE.test(name)) {
-    return jsonError(400, `invalid Data Source name ${JSON.stringify(name)}: use letters, digits and _ and do not start with a digit`);
+    const shown = name.length > 64 ? `${JSON.stringify(name.slice(0, 64))}... (${name.length} characters)` : JSON.stringify(name);
+    return jsonError(
+      400,
+      `invalid Data Source name ${shown}: use letters, digits and _, do not start with a digit, at most ${MAX_DATASOURCE_NAME_CHARS} characters`,
+    );
   }
   const wait = query.get('wait');
   if (wait !== null && !/^(true|false|1|0)$/i.test(wait)) return jsonError(400, `invalid "wait" value ${JSON.stringify(wait)}; use true or false`);

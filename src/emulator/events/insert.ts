@@ -5,6 +5,7 @@ import type { StatsCollector } from '../stats.js';
 import type { FaultKind } from '../types.js';
 import { jsonError, type EventsOutcome } from './outcome.js';
 import { PartialInsertMemory } from './partial-dedup.js';
+import { dataSourceFileName } from './file-names.js';
 import type { RowStore } from './row-store.js';
 import { bytesOfRange, countRange, type RowSet } from './rows.js';
 
@@ -59,7 +60,10 @@ async function storeRange(ins: Inserter, name: string, rows: RowSet, from: numbe
   const counts = countRange(rows, from, to);
   if (ins.store.persists) {
     const bytes = bytesOfRange(rows, from, to);
-    await Promise.all([ins.store.append(name, bytes.rows), ins.store.append(`${name}_quarantine`, bytes.quarantined)]);
+    await Promise.all([
+      ins.store.append(dataSourceFileName(name, 'rows'), bytes.rows),
+      ins.store.append(dataSourceFileName(name, 'quarantine'), bytes.quarantined),
+    ]);
   }
   ins.stats.addRows(name, counts.rows, counts.quarantined);
 }

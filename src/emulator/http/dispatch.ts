@@ -1,6 +1,7 @@
 // Per request: turn the Node request into an EmuRequest, route it, and carry
 // out the answer, including the connection-level faults only this layer can
-// perform (drop the connection, GOAWAY, hang).
+// perform (drop the connection, GOAWAY, hang). Bodies are read at the upload
+// pace, and every Events and cluster API answer waits out the latency first.
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
 import type { ClusterApi } from '../clusters/index.js';
@@ -8,12 +9,14 @@ import { EmulatorClosedError } from '../delays.js';
 import type { EventsApi } from '../events/events-api.js';
 import { jsonError, type EventsOutcome, type EventsResult } from '../events/outcome.js';
 import type { StatsCollector } from '../stats.js';
-import type { EmuRequest, EventsRequestRecord } from '../types.js';
-import { readBody } from './body.js';
+import type { EmuRequest, EmuResponse, EventsRequestRecord } from '../types.js';
+import { readBody, type UploadPace } from './body.js';
 import type { ConnectionTracker } from './connections.js';
 import { sendResponse, type AnyResponse } from './respond.js';
 
 type AnyRequest = IncomingMessage | Http2ServerRequest;
+
+const EMPTY = Buffer.alloc(0);
 
 /** Cluster API bodies are small JSON documents. */
 const CLUSTER_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -26,6 +29,10 @@ export interface DispatchDeps {
   stats: StatsCollector;
   now: () => number;
   record(record: EventsRequestRecord): void;
+  /** Body read pacing (`uploadBytesPerSec`), or null. */
+  pace: UploadPace | null;
+  /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
+  answerDelay: (() => Promise<void>) | null;
 }
 
 export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: AnyResponse) => Promise<void> {
@@ -36,6 +43,7 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
     if (!http2 && deps.connections.isOverLimit(req.socket as never)) {
       req.resume();
       if (url.pathname === '/v0/events') deps.stats.countRequest(429);
+      if (!(await waitLatency(deps))) return;
       sendResponse(res, { status: 429, headers: { 'retry-after': '1' }, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
       return;
     }
@@ -52,21 +60,21 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
 
 async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL, http2: boolean): Promise<void> {
   const atMs = deps.now();
-  let read;
-  try {
-    read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n));
-  } catch {
-    return; // the client went away mid-body: nothing to answer
-  }
-  const emuReq = toEmuRequest(req, url, read.body);
-  emuReq.bodyOverflow = read.overflow;
-  emuReq.httpVersion = http2 ? '2' : '1.1';
-  let result: EventsResult;
-  try {
-    result = await deps.events(emuReq);
-  } catch (err) {
-    if (err instanceof EmulatorClosedError) return; // close() is dropping this connection anyway
-    result = { outcome: jsonError(500, `emulator error: ${(err as Error).message}`), name: null, decodedBytes: null };
+  const head = toEmuRequest(req, url, EMPTY);
+  head.httpVersion = http2 ? '2' : '1.1';
+  // Answered before the body: Node discards what the client still sends.
+  let result = deps.events.admit(head);
+  let wireBytes = 0;
+  if (result === null) {
+    let read;
+    try {
+      read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n), deps.pace);
+    } catch {
+      return; // the client went away mid-body: nothing to answer
+    }
+    wireBytes = read.wireBytes;
+    result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
+    if (result === null) return;
   }
   const outcome = result.outcome;
   const label = outcome.kind === 'respond' ? outcome.response.status : outcome.kind;
@@ -77,12 +85,35 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
     wait: url.searchParams.get('wait'),
     authorization: req.headers.authorization,
     contentEncoding: req.headers['content-encoding'],
-    bodyBytes: read.wireBytes,
+    bodyBytes: wireBytes,
     decodedBytes: result.decodedBytes,
     outcome: label,
-    httpVersion: emuReq.httpVersion,
+    httpVersion: head.httpVersion,
   });
+  if (outcome.kind !== 'hang' && !(await waitLatency(deps))) return;
   carryOut(deps, req, res, outcome);
+}
+
+/** false when close() cancelled the wait: the connection is being dropped. */
+async function waitLatency(deps: DispatchDeps): Promise<boolean> {
+  if (deps.answerDelay === null) return true;
+  try {
+    await deps.answerDelay();
+    return true;
+  } catch (err) {
+    if (err instanceof EmulatorClosedError) return false;
+    throw err;
+  }
+}
+
+/** null when close() interrupted the request (its connection is being dropped). */
+async function runEvents(deps: DispatchDeps, emuReq: EmuRequest): Promise<EventsResult | null> {
+  try {
+    return await deps.events.handle(emuReq);
+  } catch (err) {
+    if (err instanceof EmulatorClosedError) return null;
+    return { outcome: jsonError(500, `emulator error: ${(err as Error).message}`), name: null, decodedBytes: null };
+  }
 }
 
 function carryOut(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, outcome: EventsOutcome): void {
@@ -114,21 +145,27 @@ function dropConnection(deps: DispatchDeps, req: AnyRequest): void {
 }
 
 async function handleClusters(deps: DispatchDeps, req: AnyRequest, res: AnyResponse, url: URL): Promise<void> {
-  let read;
+  const response = await clusterResponse(deps, req, url);
+  if (response !== null && (await waitLatency(deps))) sendResponse(res, response);
+}
+
+/** null when the client went away mid-body. */
+async function clusterResponse(deps: DispatchDeps, req: AnyRequest, url: URL): Promise<EmuResponse | null> {
   try {
-    read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES);
-  } catch {
-    return;
-  }
-  if (read.overflow) {
-    sendResponse(res, { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } });
-    return;
-  }
-  try {
+    // Answered before the body: Node discards what the client still sends.
+    const early = await deps.clusters.admit(toEmuRequest(req, url, EMPTY));
+    if (early !== null) return early;
+    let read;
+    try {
+      read = await readBody(req, CLUSTER_BODY_LIMIT_BYTES, undefined, deps.pace);
+    } catch {
+      return null;
+    }
+    if (read.overflow) return { status: 413, body: { error: `request body over ${CLUSTER_BODY_LIMIT_BYTES} bytes` } };
     const response = await deps.clusters.handle(toEmuRequest(req, url, read.body));
-    sendResponse(res, response ?? { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } });
+    return response ?? { status: 404, body: { error: `no route for ${req.method} ${url.pathname}` } };
   } catch (err) {
-    sendResponse(res, { status: 500, body: { error: `emulator error: ${(err as Error).message}` } });
+    return { status: 500, body: { error: `emulator error: ${(err as Error).message}` } };
   }
 }
 
