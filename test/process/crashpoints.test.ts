@@ -90,7 +90,7 @@ describe('kill -9 inside state writes (process)', () => {
     expect(segs.length).toBeGreaterThan(0);
 
     const { p, admin } = await restartClean(cfg.configFile);
-    expect(p.logs.some((l) => l.msg === 'retry queue: skipped a torn or corrupt record' && String(l.what).startsWith('torn tail'))).toBe(true);
+    expect(p.logs.some((l) => l.event === 'queue_record_skipped' && String(l.what).startsWith('torn tail'))).toBe(true);
     expect(p.logs.find((l) => l.msg === 'retry queue holds batches from before; sending them first')?.batches).toBe(3);
     expect(await metric(admin, 'spoolship_queue_corrupt_records_total')).toBe(1);
     // Still down: the rest is queued too; then the outage ends and everything arrives.
