@@ -436,8 +436,15 @@ export class Agent {
           else log.warn({ event: 'learned_max_body', bytes, max_bytes: c.batch.max_bytes }, 'the API refused a body as too large (413): batches are cut to this size for now');
         },
         onParkChange: (scope, reason, previous, detail) => {
-          if (previous) metrics.parked.set({ reason: previous }, 0);
-          if (reason) metrics.parked.set({ reason }, 1);
+          if (scope === 'budget') {
+            if (previous) metrics.parked.set({ reason: previous }, 0);
+            if (reason) metrics.parked.set({ reason }, 1);
+          } else {
+            // Several Data Sources may be parked for one reason: 1 while any is.
+            const parked = new Set(this.sender?.parkedDataSources().values() ?? []);
+            if (reason) parked.add(reason as 'bad_request');
+            for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
+          }
           const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
           if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
           else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
@@ -571,7 +578,8 @@ export class Agent {
   readiness(): Readiness {
     const reasons: string[] = [];
     if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
-    if (this.sender.parkedDataSources().length > 0) reasons.push('bad_request');
+    // Each Data Source park reason once (bad_request, datasource_rejected).
+    for (const r of new Set(this.sender.parkedDataSources().values())) reasons.push(r);
     if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
     if (this.checkpointFault && this.checkpointFault !== this.pipeline.stateFault) reasons.push(this.checkpointFault);
     // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).

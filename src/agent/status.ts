@@ -13,7 +13,7 @@ export interface StatusView {
   linesAcked: object;
   rowsQuarantined: object;
   spool: { dir: string; missing: boolean; skippedDirs: string[] };
-  parkedDataSources: string[];
+  parkedDataSources: ReadonlyMap<string, string>;
   budgetPark: string | null;
   lastError: ReadonlyMap<string, string>;
   readiness: Readiness;
@@ -34,8 +34,8 @@ export function statusReport(v: StatusView): unknown {
   const linesRead = metricByDataSource(v.linesRead);
   const linesAcked = metricByDataSource(v.linesAcked);
   const quarantined = metricByDataSource(v.rowsQuarantined);
-  const parkedDs = new Set(v.parkedDataSources);
-  const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs, ...v.lastError.keys()]);
+  const parkedDs = v.parkedDataSources;
+  const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs.keys(), ...v.lastError.keys()]);
   const datasources = [...names].sort().map((ds) => {
     const own = files.filter((f) => f.ds === ds).map(({ ds: _ds, ...f }) => f);
     return {
@@ -47,7 +47,7 @@ export function statusReport(v: StatusView): unknown {
       bytes_committed: own.reduce((n, f) => n + f.committed, 0),
       bytes_behind: own.reduce((n, f) => n + f.behind, 0),
       last_error: v.lastError.get(ds) ?? null,
-      parked: parkedDs.has(ds) ? 'bad_request' : v.budgetPark,
+      parked: parkedDs.get(ds) ?? v.budgetPark,
       files: own,
     };
   });

@@ -24,6 +24,14 @@ export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
 const MIN_LEARNED_BYTES = 1024;
 
 export type { BudgetParkReason };
+/** Why one Data Source (not the whole budget) is parked. */
+export type DsParkReason = 'bad_request' | 'datasource_rejected';
+/**
+ * A 403 parks only its Data Source when the same token was accepted for
+ * another Data Source within this long (and that one was not refused since):
+ * a Data Source that does not exist, with a token that may not create it.
+ */
+export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 
 export interface RootBatch {
   id: number;
@@ -123,7 +131,9 @@ interface Ctx {
 
 export class Sender {
   readonly budgetPark: Park<BudgetParkReason>;
-  private readonly dsParks = new Map<string, Park<'bad_request'>>();
+  private readonly dsParks = new Map<string, Park<DsParkReason>>();
+  /** Per Data Source: when the token was last accepted for it, and last refused (403). */
+  private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
   private readonly notifier = new Notifier();
   private readonly inFlight: Semaphore;
   /** After a 413, one request at a time until a success (the limit is being learned). */
@@ -156,17 +166,40 @@ export class Sender {
     return this.o.maxBytes;
   }
 
-  dsPark(ds: string): Park<'bad_request'> {
+  dsPark(ds: string): Park<DsParkReason> {
     let p = this.dsParks.get(ds);
     if (!p) {
-      p = new Park(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev, r ? 'HTTP 400 for single lines of several parts of a batch, nothing accepted' : null));
+      const why: Record<DsParkReason, string> = {
+        bad_request: 'HTTP 400 for single lines of several parts of a batch, nothing accepted',
+        datasource_rejected: 'HTTP 403 for this Data Source while the same token is accepted for others (it does not exist, and the token may not create it)',
+      };
+      p = new Park<DsParkReason>(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev, r ? why[r] : null));
       this.dsParks.set(ds, p);
     }
     return p;
   }
 
-  parkedDataSources(): string[] {
-    return [...this.dsParks].filter(([, p]) => p.parked).map(([ds]) => ds);
+  /** Parked Data Sources and why. */
+  parkedDataSources(): Map<string, DsParkReason> {
+    const out = new Map<string, DsParkReason>();
+    for (const [ds, p] of this.dsParks) if (p.reason) out.set(ds, p.reason);
+    return out;
+  }
+
+  /** Was the token accepted for another Data Source lately, and not refused there since? */
+  private tokenWorksElsewhere(ds: string): boolean {
+    const now = this.o.clock.now();
+    for (const [other, t] of this.tokenSeen) {
+      if (other !== ds && now - t.acceptedAt <= TOKEN_PROOF_WINDOW_MS && t.refusedAt < t.acceptedAt) return true;
+    }
+    return false;
+  }
+
+  private noteToken(ds: string, accepted: boolean): void {
+    const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedAt: -Infinity };
+    if (accepted) t.acceptedAt = this.o.clock.now();
+    else t.refusedAt = this.o.clock.now();
+    this.tokenSeen.set(ds, t);
   }
 
   /** SIGHUP / token file change: probe parked budgets and Data Sources now. */
@@ -332,7 +365,24 @@ export class Sender {
         backoff: this.o.backoff,
         random: this.o.random,
       });
+      if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.noteToken(part.ds, true);
+      if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
+        const elsewhere = this.tokenWorksElsewhere(part.ds);
+        this.noteToken(part.ds, false);
+        if (elsewhere) {
+          // The token is fine: this Data Source is refused. Park it alone.
+          if (probe) this.budgetPark.probeDone(true);
+          this.dsPark(part.ds).park('datasource_rejected');
+          this.releaseDsProbe(ctx);
+          if (defer()) return 'deferred';
+          continue;
+        }
+      }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
+      // A request already under way when the budget parked was acknowledged:
+      // the token and the host are fine after all (403s for a Data Source that
+      // does not exist can arrive before any success).
+      else if (v.kind === 'ack' && this.budgetPark.parked) this.budgetPark.unpark();
       if (v.kind === 'park') {
         this.parkDetail = v.detail;
         this.budgetPark.park(v.reason);

@@ -229,3 +229,43 @@ describe('Sender: SPEC section 4 answers against the emulator, timing on a manua
     expect(h.deadLetters).toEqual([{ ds: 'ds', reason: 'materialized_view_error', status: 422, lines: input }]);
   });
 });
+
+describe('Sender: a 403 for one Data Source while the token works for others', () => {
+  it('parks that Data Source only (datasource_rejected), probes it every 60 s, and unparks once it is accepted', async () => {
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    expect(await h.sender.deliver(await h.batch('known', lines('k', 3)))).toBe('done');
+    const refused = h.sender.deliver(await h.batch('unknown', lines('u', 3)));
+    await settle(() => h.parks.length === 1, 'the Data Source park');
+    expect(h.parks[0]).toEqual({ scope: 'unknown', reason: 'datasource_rejected' });
+    expect(h.sender.budgetPark.parked).toBe(false);
+    // The known Data Source still flows.
+    expect(await h.sender.deliver(await h.batch('known', lines('k2', 2)))).toBe('done');
+    await settle(() => h.clock.waiting > 0, 'the refused batch waiting for its probe');
+    const before = h.sent.length;
+    h.clock.advance(60_000);
+    await settle(() => h.sent.length > before && h.clock.waiting > 0, 'a probe after 60 s, refused again');
+    expect(h.parks.at(-1)).toEqual({ scope: 'unknown', reason: 'datasource_rejected' });
+    // A token that may create it: the next probe (SIGHUP: now) is accepted.
+    h.token.value = h.emu.token;
+    h.sender.wake();
+    expect(await refused).toBe('done');
+    expect(h.parks.at(-1)).toEqual({ scope: 'unknown', reason: null });
+    expect(h.emu.stats().rows).toEqual({ known: 5, unknown: 3 });
+  });
+
+  it('a 403 everywhere (the token was revoked) still parks the budget as token_rejected', async () => {
+    const h = await harness();
+    expect(await h.sender.deliver(await h.batch('a', lines('a', 2)))).toBe('done');
+    h.token.value = 'revoked';
+    const b = h.sender.deliver(await h.batch('b', lines('b', 2)));
+    await settle(() => h.parks.length === 1, 'b parked');
+    expect(h.parks[0]).toEqual({ scope: 'b', reason: 'datasource_rejected' });
+    const a = h.sender.deliver(await h.batch('a', lines('a2', 2)));
+    await settle(() => h.parks.length === 2, 'the budget parked');
+    expect(h.parks[1]).toEqual({ scope: 'budget', reason: 'token_rejected' });
+    h.sender.stop();
+    expect(await a).toBe('aborted');
+    expect(await b).toBe('aborted');
+  });
+});
