@@ -84,7 +84,7 @@ export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary
   }
 }
 
-async function acquireReplayLock(dir: string): Promise<{ release(): Promise<void> }> {
+export async function acquireReplayLock(dir: string): Promise<{ release(): Promise<void> }> {
   try {
     return await acquireLock(dir);
   } catch (err) {
@@ -96,7 +96,7 @@ async function acquireReplayLock(dir: string): Promise<{ release(): Promise<void
 }
 
 /** Step 1: take the live file away, unless it has nothing to replay. */
-async function takeLiveFile(dir: string, ds: string, filter: Filter): Promise<boolean> {
+export async function takeLiveFile(dir: string, ds: string, filter: Filter): Promise<boolean> {
   const entries = await readEntries(liveFile(dir, ds));
   if (!entries.some((e) => e.rec && matches(e.rec, filter))) return false;
   await fsp.rename(liveFile(dir, ds), replayingFile(dir, ds));
@@ -186,7 +186,7 @@ async function sendAll(ds: string, entries: Entry[], selected: number[], o: Repl
 }
 
 /** Step 3: append whole lines, after a newline if a torn write left the file without one. */
-async function appendDurably(dir: string, file: string, lines: string[]): Promise<void> {
+export async function appendDurably(dir: string, file: string, lines: string[]): Promise<void> {
   if (lines.length === 0) return;
   const fh = await fsp.open(file, 'a+');
   try {

@@ -326,3 +326,25 @@ describe('dead-letter replay', () => {
 function allLines(dlFile: string): string[] {
   return [...records(dlFile), ...records(`${dlFile}.replaying`)].map((x) => x.line as string);
 }
+
+describe('dead-letter purge', () => {
+  it('removes the selected records for good (--yes), keeps the others, and refuses to run unasked without --yes', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const state = path.join(dir, 'state');
+    await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"a":1}'), dlInput('app', 'not json', { reason: 'invalid_json', status: null }), dlInput('app', '{"a":2}')]);
+    await writeDeadLetters(state, 'web.ndjson', [dlInput('web', '{"w":1}')]);
+    const cfg = await writeConfig(dir, emu);
+    const unasked = await runCli(['dead-letter', 'purge', '-c', cfg, '--reason', 'rejected'], dir);
+    expect(unasked.code).toBe(2);
+    expect(unasked.stderr).toContain('--yes');
+    expect(jsonLinesOf((await runCli(['dead-letter', 'list', '-c', cfg, '--json'], dir)).stdout)).toHaveLength(4);
+
+    const r = await runCli(['dead-letter', 'purge', '-c', cfg, '--datasource', 'app', '--reason', 'rejected', '--yes', '--json'], dir);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ removed: 2 });
+    const left = jsonLinesOf((await runCli(['dead-letter', 'list', '-c', cfg, '--json'], dir)).stdout);
+    expect(left.map((x) => `${x.datasource}:${x.line}`).sort()).toEqual(['app:not json', 'web:{"w":1}']);
+    expect((await readdir(path.join(state, 'dead-letter'))).sort()).toEqual(['app.ndjson', 'web.ndjson']);
+  });
+});

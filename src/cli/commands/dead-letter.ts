@@ -1,4 +1,4 @@
-// `spoolship dead-letter list|replay [-c FILE] [--datasource DS] [--reason R] [--json]`:
+// `spoolship dead-letter list|replay|purge [-c FILE] [--datasource DS] [--reason R] [--json]`:
 // inspect the dead-letter store, and resend its lines once the cause is fixed
 // (the replay sequence and its crash safety: src/deadletter/replay.ts).
 import { loadConfig } from '../../config/index.js';
@@ -6,13 +6,16 @@ import type { Config } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter } from '../../deadletter/files.js';
 import { renderList, renderSummary, STOP_MESSAGES } from '../../deadletter/render.js';
+import { countSelected, purgeDeadLetters } from '../../deadletter/purge.js';
 import { replayDeadLetters } from '../../deadletter/replay.js';
+import { confirm } from '../../clusters/confirm.js';
 import { createReplaySender } from '../../deadletter/replay-sender.js';
 import { deadLetterDir } from '../../deadletter/store.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship dead-letter list   [-c FILE] [--datasource DS] [--reason R] [--json]
        spoolship dead-letter replay [-c FILE] [--datasource DS] [--reason R] [--json]
+       spoolship dead-letter purge  [-c FILE] [--datasource DS] [--reason R] [--yes] [--json]
 
 Lines that could not be delivered as they are wait in the dead-letter store
 (<state_dir>/dead-letter/<datasource>.ndjson) with the reason:
@@ -26,13 +29,16 @@ line_too_long, invalid_json, rejected (400), materialized_view_error (422).
           a line rejected again stays, with the new answer. Safe while the
           agent runs. 401/403/404 stop the replay at once and keep everything.
           Ctrl-C stops it; records not acknowledged are kept.
+  purge   remove the selected records for good (asks on a terminal; --yes
+          otherwise). Safe while the agent runs.
 
 Options:
   -c, --config FILE      config file (default: $SPOOLSHIP_CONFIG, ./config/spoolship.yaml,
                          /etc/spoolship/spoolship.yaml)
       --datasource DS    only this Data Source
       --reason R         only this reason (filters combine)
-      --json             list: JSON lines; replay: the summary as one JSON object
+      --json             list: JSON lines; replay, purge: the summary as one JSON object
+      --yes              purge without asking (needed without a terminal)
   -h, --help             show this help
 
 Exit codes: 0 ok (replay: every selected record acknowledged, or none
@@ -53,12 +59,16 @@ const command: Command = {
         datasource: { type: 'string' },
         reason: { type: 'string' },
         json: { type: 'boolean' },
+        yes: { type: 'boolean' },
       },
       true,
     );
     const [verb, ...extra] = positionals;
-    if (verb !== 'list' && verb !== 'replay') {
-      throw new UsageError(`${verb === undefined ? 'missing verb' : `unknown verb '${verb}'`}: use 'dead-letter list' or 'dead-letter replay'; see 'spoolship dead-letter --help'`);
+    if (verb !== 'list' && verb !== 'replay' && verb !== 'purge') {
+      throw new UsageError(`${verb === undefined ? 'missing verb' : `unknown verb '${verb}'`}: use 'dead-letter list', 'replay' or 'purge'; see 'spoolship dead-letter --help'`);
+    }
+    if (verb === 'purge' && values.yes !== true && io.stdin.isTTY !== true) {
+      throw new UsageError('purge removes records for good: without a terminal to ask on, pass --yes');
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'; see 'spoolship dead-letter --help'`);
     const filter = parseFilter(values.datasource, values.reason);
@@ -68,6 +78,7 @@ const command: Command = {
       cwd: io.cwd,
       onWarning: (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`),
     });
+    if (verb === 'purge') return purge(config, filter, values.json === true, values.yes === true, io);
     return verb === 'list' ? list(config, filter, values.json === true, io) : replay(config, filter, values.json === true, io);
   },
 };
@@ -126,6 +137,24 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
     process.off('SIGINT', onInterrupt);
     await sender.close();
   }
+}
+
+async function purge(config: Readonly<Config>, filter: Filter, json: boolean, yes: boolean, io: CliIo): Promise<number> {
+  const dir = deadLetterDir(config.state_dir);
+  if (!yes) {
+    const n = await countSelected(dir, filter);
+    if (n === 0) {
+      io.stdout.write(json ? `${JSON.stringify({ removed: 0 })}\n` : `no dead letters${describeFilter(filter)} in ${dir}\n`);
+      return EXIT_OK;
+    }
+    if (!(await confirm(`remove ${n} dead letter(s)${describeFilter(filter)} from ${dir} for good?`, io.stdin, io.stderr))) {
+      io.stderr.write('spoolship dead-letter purge: nothing removed\n');
+      return EXIT_OK;
+    }
+  }
+  const summary = await purgeDeadLetters(dir, filter);
+  io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `removed ${summary.removed} dead letter(s)${describeFilter(filter)}\n`);
+  return EXIT_OK;
 }
 
 function describeFilter(f: Filter): string {
