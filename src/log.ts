@@ -19,7 +19,11 @@ export function createLogger(
     const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
     return pino(base, pretty({ destination: stream, colorize: stream.isTTY === true, sync: true, ignore: 'pid,hostname' }));
   }
-  return pino(base, pino.destination({ dest: streamFd(stream), sync: true }));
+  // JSON for machines and people alike: the level as a word, the time in ISO 8601.
+  return pino(
+    { ...base, formatters: { level: (label) => ({ level: label }) }, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination({ dest: streamFd(stream), sync: true }),
+  );
 }
 
 function streamFd(stream: NodeJS.WritableStream): number {

@@ -675,9 +675,13 @@ export class Agent {
     (this.deps.onFatal ?? ((e) => { throw e; }))(err);
   }
 
-  /** Graceful stop; idempotent. Returns when state is on disk, within shutdown_timeout_ms whatever the server does. */
-  close(): Promise<void> {
-    this.closing ??= this.doClose();
+  /**
+   * Graceful stop; idempotent. Returns when state is on disk, within
+   * shutdown_timeout_ms whatever the server does. `forReload`: the process
+   * goes on with a new pipeline (SIGHUP), so the log does not say "stopped".
+   */
+  close(opts: { forReload?: boolean } = {}): Promise<void> {
+    this.closing ??= this.doClose(opts.forReload === true);
     return this.closing;
   }
 
@@ -690,13 +694,14 @@ export class Agent {
    *    journal intent or queued, and is sent again at the next start);
    * 4. persist: dead letters, journal, checkpoint, queue; release the lock.
    */
-  private async doClose(): Promise<void> {
+  private async doClose(forReload: boolean): Promise<void> {
     const log = this.deps.log;
     const timeoutMs = this.config.shutdown_timeout_ms;
     const deadline = this.clock.now() + timeoutMs;
     const reserveMs = Math.min(PERSIST_RESERVE_MS, Math.floor(timeoutMs / 4));
     const stopWaitingAt = deadline - reserveMs;
-    log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
+    if (forReload) log.info({ event: 'reloading', timeout_ms: timeoutMs }, 'reload: draining the old pipeline');
+    else log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
     this.stopTimers();
     await this.within(this.spooler.stop(), stopWaitingAt);
     this.batcher.closeAll();
@@ -718,7 +723,8 @@ export class Agent {
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.config.state_dir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     await this.releaseRest();
     this.counts.flush(true);
-    log.info({ event: 'stopped' }, 'stopped');
+    if (forReload) log.info({ event: 'pipeline_closed_for_reload' }, 'old pipeline closed; starting the new one');
+    else log.info({ event: 'stopped' }, 'stopped');
   }
 
   private async persist(): Promise<void> {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { stringify } from 'yaml';
+import { withLevelNumber } from '../support/log-levels.js';
 import { waitFor } from './helpers.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -40,7 +41,7 @@ export class AgentProcess {
           if (this.otherStderr.length < 50) this.otherStderr.push(line);
           continue;
         }
-        const rec = JSON.parse(line) as LogLine;
+        const rec = withLevelNumber(JSON.parse(line) as LogLine);
         this.logs.push(rec);
         if (rec.msg === 'spoolship started' && typeof rec.admin === 'string') this.adminUrl = rec.admin;
       }

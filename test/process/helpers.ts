@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import { startEmulator, type Emulator, type EmulatorOptions, type EventsRequestRecord } from '../../src/emulator/index.js';
+import { withLevelNumber } from '../support/log-levels.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -224,7 +225,7 @@ export function spawnAgent(configFile: string, env: Record<string, string> = {})
       const text = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       try {
-        const rec = JSON.parse(text) as LogLine;
+        const rec = withLevelNumber(JSON.parse(text) as LogLine);
         logs.push(rec);
         if (rec.msg === 'spoolship started') resolveStarted((rec.admin as string | null) ?? null);
       } catch {

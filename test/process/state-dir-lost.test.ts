@@ -24,6 +24,9 @@ describe('state_dir removed while running (process)', () => {
     const lost = p.logs.find((l) => l.event === 'state_dir_lost');
     expect(lost).toMatchObject({ what: 'state_dir', how: 'removed', path: cfg.stateDir });
     expect(lost!.level).toBeGreaterThanOrEqual(50);
+    // JSON logs: the level as a word, the time in ISO 8601.
+    expect((lost as { levelWord?: string }).levelWord).toBe('fatal');
+    expect(String(lost!.time)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('a fatal error closes everything and exits 1 (it never stays up without shipping)', async () => {

@@ -105,8 +105,12 @@ describe('spoolship run (process)', () => {
     const before = emu.requests().length;
     await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(300, 300));
     await until(() => rowsOf(dir).length === 600, 'rows after the reload');
+    // The reload closed the old pipeline without saying the process stopped; the SIGTERM did.
+    expect(a.logs.filter((l) => l.event === 'pipeline_closed_for_reload')).toHaveLength(1);
+    expect(a.logs.filter((l) => l.event === 'stopped')).toHaveLength(0);
     a.child.kill('SIGTERM');
     expect(await a.exited).toBe(0);
+    expect(a.logs.filter((l) => l.event === 'stopped')).toHaveLength(1);
     const rows = rowsOf(dir);
     expect(rows).toHaveLength(600);
     expect(new Set(rows).size).toBe(600);

@@ -96,7 +96,7 @@ class Daemon {
       return;
     }
     log.info('config changed: restarting the pipeline on it (in-flight requests drain first)');
-    await this.agent.close();
+    await this.agent.close({ forReload: true });
     try {
       this.agent = await this.startAgent(config);
       this.loaded = { ...next, config };
