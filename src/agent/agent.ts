@@ -17,7 +17,7 @@ import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, type Readiness } from '../admin/server.js';
 import { EventsClient } from '../sender/http-client.js';
-import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
+import { clientOptionsFrom, inFlightCeiling, senderSettingsFrom } from '../sender/from-config.js';
 import type { RateLimiter } from '../sender/limiter.js';
 import { createLimiter } from '../sender/limiter-factory.js';
 import { Sender } from '../sender/sender.js';
@@ -237,7 +237,8 @@ export class Agent {
       metrics,
       log,
       clock,
-      maxInFlight: c.limits.max_in_flight,
+      maxInFlight: () => this.sender.concurrencyLimit,
+      maxInFlightCeiling: inFlightCeiling(c),
       recycle: (body) => this.batcher.recycle(body),
       openBytes: () => this.batcher.openBytes,
       maxOpenBytes: c.batch.max_open_bytes,
@@ -430,6 +431,7 @@ export class Agent {
           this.streak.success();
         },
         onOddAnswer: (what, ds, detail) => this.streak.oddAnswer(what, ds, detail),
+        onInFlightLimit: (limit) => metrics.inFlightLimit.set(limit),
         onLearnedLimit: (bytes) => {
           metrics.learnedMaxBodyBytes.set(bytes);
           if (bytes >= c.batch.max_bytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');

@@ -56,7 +56,10 @@ export class Pipeline {
       metrics: Metrics;
       log: Logger;
       clock: Clock;
-      maxInFlight: number;
+      /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
+      maxInFlight: () => number;
+      /** The most that can ever be in flight (sizes the body pool). */
+      maxInFlightCeiling: number;
       /** Take back an uncompressed body once it is compressed. */
       recycle: (body: Buffer) => void;
       /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
@@ -71,7 +74,7 @@ export class Pipeline {
     },
   ) {
     this.lastAckAt = o.clock.now();
-    this.bodies = new BodyPool(o.maxInFlight + PIPELINE_SLACK);
+    this.bodies = new BodyPool(o.maxInFlightCeiling + PIPELINE_SLACK);
   }
 
   get batchesActive(): number {
@@ -104,7 +107,7 @@ export class Pipeline {
 
   /** True while closed batches wait for a send slot: the rate limit (or the API) binds. */
   get saturated(): boolean {
-    return this.active >= this.o.maxInFlight + PIPELINE_SLACK;
+    return this.active >= this.o.maxInFlight() + PIPELINE_SLACK;
   }
 
   /**
@@ -115,10 +118,10 @@ export class Pipeline {
    * than max_in_flight (tiny batches must not pile up by the thousand).
    */
   async waitForRoom(): Promise<void> {
-    const extra = Math.min(this.o.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
+    const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     const full = () =>
       this.compressing >= MAX_COMPRESSING ||
-      this.active >= this.o.maxInFlight + PIPELINE_SLACK + extra ||
+      this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
       (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
     while (full() && !this.stopping) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));

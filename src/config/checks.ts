@@ -2,7 +2,7 @@
 // addresses, Data Source names, the spool.sources routes.
 import path from 'node:path';
 import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
-import { isPlainObject, plain } from './raw.js';
+import { isPlainObject, plain, valueOf } from './raw.js';
 import { closest } from './suggest.js';
 import type { SourceRoute } from './types.js';
 
@@ -127,5 +127,16 @@ export function excludeGlobs(): Field<string[]> {
       else out.push(s.startsWith('**') ? s : path.resolve(ctx.baseDir, s));
     });
     return sub.length === 0 ? ok(out) : { ok: false, why: '', sub };
+  });
+}
+
+/** limits.max_in_flight: `auto` (the agent finds its concurrency) or a positive integer. */
+export function inFlight(): Field<number | 'auto'> {
+  return new Field('auto or a positive integer', (raw) => {
+    const v = valueOf(raw);
+    if (typeof v === 'string' && v.trim() === 'auto') return ok<number | 'auto'>('auto');
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (Number.isSafeInteger(n) && n >= 1) return ok<number | 'auto'>(n);
+    return bad('expected auto (adaptive, the default) or a positive integer');
   });
 }

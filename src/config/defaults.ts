@@ -37,8 +37,10 @@ export const DEFAULTS: Config = {
   limits: {
     requests_per_second: 100, // the platform's Events API limit per organization
     budget_id: null,
-    max_in_flight: 8,
-    max_connections: 8,
+    max_in_flight: 'auto', // adaptive concurrency (sender/concurrency.ts), or a fixed number
+    max_in_flight_cap: 64, // the most auto may reach
+    max_in_flight_bytes: 48 * 1024 * 1024, // 48 MiB of compressed bodies in flight together
+    max_connections: 64, // sockets to the API host (the platform allows 250 per IP)
     redis_url: null,
     fallback_requests_per_second: 10,
   },

@@ -1,7 +1,7 @@
 // The one config schema: every key of SPEC section 2 and the kind of value it
 // takes. Defaults live in defaults.ts; cross-key rules in cross-checks.ts.
 // The order here is the order of the effective config printed by check-config.
-import { baseUrl, excludeGlobs, listenAddress, redisUrl, sources } from './checks.js';
+import { baseUrl, excludeGlobs, inFlight, listenAddress, redisUrl, sources } from './checks.js';
 import { absolutePath, bool, duration, Field, int, number, oneOf, optionalString, requiredPath, requiredString, size } from './fields.js';
 import { MAX_BATCH_BYTES, MAX_CONNECTIONS, MIN_BATCH_BYTES } from './defaults.js';
 
@@ -44,7 +44,9 @@ export const SCHEMA: Section = {
   limits: {
     requests_per_second: int({ min: 1 }),
     budget_id: optionalString('a budget name'),
-    max_in_flight: int({ min: 1 }),
+    max_in_flight: inFlight(),
+    max_in_flight_cap: int({ min: 1 }),
+    max_in_flight_bytes: size({ min: 1 }),
     max_connections: int({ min: 1, max: MAX_CONNECTIONS, unit: '(the platform allows 250 connections per IP address)' }),
     redis_url: optionalString('a redis:// or rediss:// URL', redisUrl),
     fallback_requests_per_second: int({ min: 1 }),

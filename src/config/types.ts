@@ -46,7 +46,9 @@ export interface Config {
   limits: {
     requests_per_second: number;
     budget_id: string | null;
-    max_in_flight: number;
+    max_in_flight: number | 'auto';
+    max_in_flight_cap: number;
+    max_in_flight_bytes: number;
     max_connections: number;
     redis_url: string | null;
     fallback_requests_per_second: number;

@@ -93,6 +93,11 @@ export function createMetrics(sources: MetricsSources = {}) {
       labelNames: ['datasource', 'reason'],
       registers: reg,
     }),
+    inFlightLimit: new client.Gauge({
+      name: 'spoolship_in_flight_limit',
+      help: 'Requests allowed in flight now: limits.max_in_flight, or where max_in_flight: auto stands',
+      registers: reg,
+    }),
     learnedMaxBodyBytes: new client.Gauge({
       name: 'spoolship_learned_max_body_bytes',
       help: 'Largest uncompressed request body sent: batch.max_bytes, or lower after a 413 (grows back 10 % per 5 minutes)',

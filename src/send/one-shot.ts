@@ -9,7 +9,7 @@ import type { Config } from '../config/types.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { EventsClient } from '../sender/http-client.js';
-import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
+import { clientOptionsFrom, inFlightCeiling, senderSettingsFrom } from '../sender/from-config.js';
 import { createLocalLimiter } from '../sender/limiter.js';
 import { Sender } from '../sender/sender.js';
 import { Progress } from '../state/progress.js';
@@ -170,7 +170,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       for await (const chunk of input.open()) {
         if (summary.error) break;
         framer.push(chunk);
-        while (tasks.size >= c.limits.max_in_flight + SLACK && !summary.error) {
+        while (tasks.size >= inFlightCeiling(c) + SLACK && !summary.error) {
           await new Promise<void>((resolve) => (roomWaiter = resolve));
         }
       }

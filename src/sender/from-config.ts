@@ -17,12 +17,23 @@ export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: (
   };
 }
 
-export function senderSettingsFrom(c: Readonly<Config>): Pick<SenderOptions, 'backoff' | 'http2' | 'wait' | 'maxInFlight' | 'maxBytes'> {
+/** The most requests that can be in flight: a fixed max_in_flight, or where auto may go (its cap, within max_connections). */
+export function inFlightCeiling(c: Readonly<Config>): number {
+  const l = c.limits;
+  return l.max_in_flight === 'auto' ? Math.max(1, Math.min(l.max_in_flight_cap, l.max_connections)) : l.max_in_flight;
+}
+
+export function senderSettingsFrom(
+  c: Readonly<Config>,
+): Pick<SenderOptions, 'backoff' | 'http2' | 'wait' | 'maxInFlight' | 'maxInFlightCap' | 'maxInFlightBytes' | 'maxConnections' | 'maxBytes'> {
   return {
     backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
     http2: c.api.http2,
     wait: c.api.wait,
     maxInFlight: c.limits.max_in_flight,
+    maxInFlightCap: c.limits.max_in_flight_cap,
+    maxInFlightBytes: c.limits.max_in_flight_bytes,
+    maxConnections: c.limits.max_connections,
     maxBytes: c.batch.max_bytes,
   };
 }

@@ -32,12 +32,12 @@ export function createLocalLimiter(requestsPerSecond: number): RateLimiter {
   };
 }
 
-/** Counts concurrent requests: at most `max` at once (max_in_flight). */
+/** Counts concurrent requests: at most `max` at once (max_in_flight; `setMax` moves it, max_in_flight: auto). */
 export class Semaphore {
   private active = 0;
   private readonly waiters: Array<() => void> = [];
 
-  constructor(private readonly max: number) {}
+  constructor(private max: number) {}
 
   async acquire(): Promise<void> {
     if (this.active < this.max) {
@@ -48,12 +48,60 @@ export class Semaphore {
   }
 
   release(): void {
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.active--;
+    if (this.active <= this.max) {
+      const next = this.waiters.shift();
+      if (next) return next();
+    }
+    this.active--;
+  }
+
+  /** A new limit: more waiters start at once when it grows; when it shrinks, releases drain the excess first. */
+  setMax(max: number): void {
+    this.max = max;
+    while (this.active < this.max && this.waiters.length > 0) {
+      this.active++;
+      this.waiters.shift()!();
+    }
   }
 
   get inUse(): number {
     return this.active;
+  }
+}
+
+/**
+ * Compressed bytes in flight together (limits.max_in_flight_bytes): a
+ * request waits until its body fits, except that one request may always go
+ * (a body larger than the whole budget must not wait forever).
+ */
+export class ByteBudget {
+  private used = 0;
+  private readonly waiters: Array<{ bytes: number; go: () => void }> = [];
+
+  constructor(private readonly max: number) {}
+
+  async acquire(bytes: number): Promise<void> {
+    if (this.fits(bytes) && this.waiters.length === 0) {
+      this.used += bytes;
+      return;
+    }
+    await new Promise<void>((go) => this.waiters.push({ bytes, go }));
+  }
+
+  release(bytes: number): void {
+    this.used -= bytes;
+    while (this.waiters.length > 0 && this.fits(this.waiters[0]!.bytes)) {
+      const w = this.waiters.shift()!;
+      this.used += w.bytes;
+      w.go();
+    }
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  private fits(bytes: number): boolean {
+    return this.used === 0 || this.used + bytes <= this.max;
   }
 }

@@ -9,7 +9,8 @@
 import { decodeBody, type Codec } from '../codec/index.js';
 import type { Clock } from '../util/clock.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
-import { Semaphore, type RateLimiter } from './limiter.js';
+import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
+import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
 import { Notifier } from './notifier.js';
 import { Park } from './park.js';
 import { classify, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
@@ -66,7 +67,13 @@ export interface SenderHooks {
   onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
   /** The learned body size limit changed (max_bytes when none is learned). */
   onLearnedLimit?(bytes: number): void;
+  /** The concurrency limit changed (spoolship_in_flight_limit). */
+  onInFlightLimit?(limit: number): void;
 }
+
+/** Where max_in_flight: auto starts (slow start doubles it per round trip). */
+export const AUTO_INITIAL_IN_FLIGHT = 2;
+export const DEFAULT_IN_FLIGHT_CAP = 64;
 
 export interface SenderOptions {
   client: Pick<EventsClient, 'post'>;
@@ -80,7 +87,13 @@ export interface SenderOptions {
   probeBudget?: number;
   /** api.wait (a 202 under wait=true is worth a WARN); true when absent. */
   wait?: boolean;
-  maxInFlight: number;
+  /** A fixed number of requests in flight, or 'auto' (concurrency.ts). */
+  maxInFlight: number | 'auto';
+  /** The most 'auto' may reach (max_in_flight_cap; also bounded by maxConnections). */
+  maxInFlightCap?: number;
+  /** Compressed bytes in flight together (max_in_flight_bytes); one request always may go. */
+  maxInFlightBytes?: number;
+  maxConnections?: number;
   maxBytes: number;
   hooks: SenderHooks;
 }
@@ -136,6 +149,10 @@ export class Sender {
   private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
   private readonly notifier = new Notifier();
   private readonly inFlight: Semaphore;
+  private readonly inFlightBytes: ByteBudget;
+  private readonly concurrency: ConcurrencyLimit;
+  /** Requests on the wire now. */
+  private sending = 0;
   /** After a 413, one request at a time until a success (the limit is being learned). */
   private readonly single = new Semaphore(1);
   private narrowed = false;
@@ -146,7 +163,20 @@ export class Sender {
   private readonly stopAc = new AbortController();
 
   constructor(private readonly o: SenderOptions) {
-    this.inFlight = new Semaphore(o.maxInFlight);
+    const auto = o.maxInFlight === 'auto';
+    const cap = Math.max(1, Math.min(o.maxInFlightCap ?? DEFAULT_IN_FLIGHT_CAP, o.maxConnections ?? Infinity));
+    const initial = auto ? Math.min(AUTO_INITIAL_IN_FLIGHT, cap) : (o.maxInFlight as number);
+    this.inFlight = new Semaphore(initial);
+    this.inFlightBytes = new ByteBudget(o.maxInFlightBytes ?? Infinity);
+    this.concurrency = new ConcurrencyLimit(o.clock, {
+      auto,
+      initial,
+      cap: auto ? cap : initial,
+      onChange: (n) => {
+        this.inFlight.setMax(n);
+        o.hooks.onInFlightLimit?.(n);
+      },
+    });
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
   }
 
@@ -217,6 +247,11 @@ export class Sender {
 
   get requestsInFlight(): number {
     return this.inFlight.inUse;
+  }
+
+  /** Requests allowed in flight now (max_in_flight, or where auto stands). */
+  get concurrencyLimit(): number {
+    return this.concurrency.limit;
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
@@ -449,15 +484,27 @@ export class Sender {
     await this.inFlight.acquire();
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
+    const bytes = part.body.length;
+    let sent = false;
+    await this.inFlightBytes.acquire(bytes);
     try {
       await this.o.limiter.acquire();
       if (this.stopping || (this.budgetPark.parked && !isProbe)) return null;
+      sent = true;
+      // Counted once on the wire (past the byte budget and the rate limit):
+      // a limit that only waits on those is not reached, and does not grow.
+      this.sending++;
+      this.concurrency.onStart(this.sending);
       const started = performance.now();
+      const startedAt = this.o.clock.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
+      this.concurrency.onAnswer(this.o.clock.now() - startedAt, answerKind(outcome));
       return outcome;
     } finally {
+      if (sent) this.sending--;
+      this.inFlightBytes.release(bytes);
       if (narrow) this.single.release();
       this.inFlight.release();
     }
@@ -482,6 +529,13 @@ export class Sender {
       { ds: part.ds, body: rb, encoding, rawLen: right.length, lines: part.lines - leftLines, lineStart: part.lineStart + leftLines },
     ];
   }
+}
+
+/** What an answer says about congestion: 429, 503 and timeouts halve the concurrency. */
+function answerKind(outcome: SendOutcome): AnswerKind {
+  if (outcome.kind === 'error') return outcome.timeout ? 'congested' : 'other';
+  if (outcome.status === 429 || outcome.status === 503) return 'congested';
+  return outcome.status >= 200 && outcome.status < 300 ? 'ok' : 'other';
 }
 
 function newCtx(root: RootBatch, opts: DeliverOptions): Ctx {

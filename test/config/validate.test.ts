@@ -131,7 +131,7 @@ describe('validation', () => {
     const { lines } = problemsOf(loadYaml('limits:\n  requests_per_second: 0.5\n  max_in_flight: 0\n  fallback_requests_per_second: -1\n').run);
     expect(lines).toEqual([
       'limits.requests_per_second: 0.5: expected a positive integer',
-      'limits.max_in_flight: 0: must be a positive integer',
+      'limits.max_in_flight: 0: expected auto (adaptive, the default) or a positive integer',
       'limits.fallback_requests_per_second: -1: must be a positive integer',
     ]);
   });

@@ -223,7 +223,7 @@ describe('shared request budget over Redis', () => {
   });
 
   it('createLimiter uses the local budget without redis_url and the shared one with it', async () => {
-    const base = { requests_per_second: 100, budget_id: null, max_in_flight: 8, max_connections: 8, fallback_requests_per_second: 10 };
+    const base = { requests_per_second: 100, budget_id: null, max_in_flight: 8, max_in_flight_cap: 64, max_in_flight_bytes: 48 * 1024 * 1024, max_connections: 8, fallback_requests_per_second: 10 };
     const ctx = { baseUrl: 'https://api.example.com', token: 'p.secret', log: pino({ level: 'silent' }), onFallback: () => undefined };
     const local = await createLimiter({ ...ctx, limits: { ...base, redis_url: null } });
     expect(local).not.toBeInstanceOf(RedisLimiter);

@@ -10,6 +10,7 @@ import { countSelected, purgeDeadLetters } from '../../deadletter/purge.js';
 import { replayDeadLetters } from '../../deadletter/replay.js';
 import { confirm } from '../../clusters/confirm.js';
 import { createReplaySender } from '../../deadletter/replay-sender.js';
+import { inFlightCeiling } from '../../sender/from-config.js';
 import { deadLetterDir } from '../../deadletter/store.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
@@ -127,7 +128,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
       dir: deadLetterDir(config.state_dir),
       filter,
       maxBatchBytes: config.batch.max_bytes,
-      concurrency: config.limits.max_in_flight,
+      concurrency: inFlightCeiling(config),
       sender,
       now: () => new Date(),
     });

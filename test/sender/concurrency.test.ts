@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { ConcurrencyLimit } from '../../src/sender/concurrency.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+/** One round trip: `n` requests in flight, answered one after another over `rttMs`, each after `rttMs`. */
+function round(c: ConcurrencyLimit, clock: ManualClock, rttMs: number, kind: 'ok' | 'congested' = 'ok', n = c.limit): void {
+  for (let i = 1; i <= n; i++) c.onStart(i);
+  for (let i = 0; i < n; i++) {
+    clock.advance(rttMs / n);
+    c.onAnswer(rttMs, kind);
+  }
+}
+
+describe('ConcurrencyLimit (max_in_flight: auto)', () => {
+  it('slow start doubles per round trip while the limit is reached, up to the cap', () => {
+    const clock = new ManualClock();
+    const seen: number[] = [];
+    const c = new ConcurrencyLimit(clock, { auto: true, initial: 2, cap: 20, onChange: (n) => seen.push(n) });
+    for (let i = 0; i < 6; i++) round(c, clock, 1000);
+    expect(seen).toEqual([4, 8, 16, 20]);
+    expect(c.limit).toBe(20);
+  });
+
+  it('does not grow when the limit was not reached (nothing more to send)', () => {
+    const clock = new ManualClock();
+    const c = new ConcurrencyLimit(clock, { auto: true, initial: 4, cap: 64 });
+    for (let i = 0; i < 5; i++) round(c, clock, 200, 'ok', 2);
+    expect(c.limit).toBe(4);
+  });
+
+  it('halves on a 429/503/timeout (once per round trip), then grows by one per round trip', () => {
+    const clock = new ManualClock();
+    const c = new ConcurrencyLimit(clock, { auto: true, initial: 2, cap: 64 });
+    for (let i = 0; i < 4; i++) round(c, clock, 500);
+    expect(c.limit).toBe(32);
+    round(c, clock, 500, 'congested');
+    expect(c.limit).toBe(16); // many congested answers in one round: one halving
+    round(c, clock, 500);
+    expect(c.limit).toBe(17);
+    round(c, clock, 500);
+    expect(c.limit).toBe(18);
+  });
+
+  it('halves when the answer time rises well above its baseline', () => {
+    const clock = new ManualClock();
+    const c = new ConcurrencyLimit(clock, { auto: true, initial: 8, cap: 64 });
+    round(c, clock, 1000);
+    round(c, clock, 1000);
+    expect(c.limit).toBe(32);
+    round(c, clock, 2500);
+    expect(c.limit).toBeLessThanOrEqual(16);
+    // The baseline follows the slower network: growth resumes within a few round trips.
+    for (let i = 0; i < 6; i++) round(c, clock, 2500);
+    const settled = c.limit;
+    round(c, clock, 2500);
+    expect(c.limit).toBe(settled + 1);
+  });
+
+  it('never goes below 1; a fixed number never moves', () => {
+    const clock = new ManualClock();
+    const c = new ConcurrencyLimit(clock, { auto: true, initial: 2, cap: 64 });
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      c.onAnswer(100, 'congested');
+    }
+    expect(c.limit).toBe(1);
+    const fixed = new ConcurrencyLimit(clock, { auto: false, initial: 8, cap: 64 });
+    for (let i = 0; i < 3; i++) round(fixed, clock, 100);
+    round(fixed, clock, 100, 'congested');
+    expect(fixed.limit).toBe(8);
+  });
+});
