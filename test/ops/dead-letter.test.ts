@@ -1,7 +1,7 @@
 // `spoolship dead-letter list|replay` as a child process against the real
 // emulator on port 0. Observable results only: rows the emulator stored,
 // records left in the dead-letter files, exit codes, JSON fields.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -346,5 +346,25 @@ describe('dead-letter purge', () => {
     const left = jsonLinesOf((await runCli(['dead-letter', 'list', '-c', cfg, '--json'], dir)).stdout);
     expect(left.map((x) => `${x.datasource}:${x.line}`).sort()).toEqual(['app:not json', 'web:{"w":1}']);
     expect((await readdir(path.join(state, 'dead-letter'))).sort()).toEqual(['app.ndjson', 'web.ndjson']);
+  });
+});
+
+describe('a damaged dead-letter record', () => {
+  it('is listed as unreadable (a warning), never as a record, and never replayed; the others are', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const state = path.join(dir, 'state');
+    const file = await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"a":1}'), dlInput('app', '{"a":2}')]);
+    // A flipped byte inside the first record's line.
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text.replace('{\\"a\\":1}', '{\\"a\\":7}'));
+    const cfg = await writeConfig(dir, emu);
+    const list = await runCli(['dead-letter', 'list', '-c', cfg, '--json'], dir);
+    expect(list.code).toBe(0);
+    expect(jsonLinesOf(list.stdout).map((r) => r.line)).toEqual(['{"a":2}']);
+    expect(list.stderr).toContain('1 unreadable line(s)');
+    const replay = await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
+    expect(JSON.parse(replay.stdout)).toMatchObject({ selected: 1, acknowledged: 1 });
+    expect(rows(emu, dir, 'app')).toEqual(['{"a":2}']);
   });
 });

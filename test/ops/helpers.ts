@@ -7,6 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { encodeRecord } from '../../src/deadletter/files.js';
 import { toRecord, type DeadLetterInput } from '../../src/deadletter/store.js';
 import type { Emulator } from '../../src/emulator/index.js';
 import { onCleanup } from '../pipeline/helpers.js';
@@ -72,11 +73,11 @@ export function dlInput(ds: string, line: string, extra: Partial<DeadLetterInput
   return { datasource: ds, reason: 'rejected', file: `/spool/${ds}/a.ndjson`, offset: 0, bytes: buf.length, status: 400, line: buf, ...extra };
 }
 
-/** Write dead-letter records exactly as DeadLetterStore does (one JSON per line). */
+/** Write dead-letter records exactly as DeadLetterStore does (one version 2 record per line). */
 export async function writeDeadLetters(stateDir: string, file: string, inputs: DeadLetterInput[], at = new Date('2026-01-02T03:04:05.000Z')): Promise<string> {
   const dir = path.join(stateDir, 'dead-letter');
   await mkdir(dir, { recursive: true });
   const p = path.join(dir, file);
-  await writeFile(p, inputs.map((i) => `${JSON.stringify(toRecord(i, at))}\n`).join(''), { flag: 'a' });
+  await writeFile(p, inputs.map((i) => `${encodeRecord(toRecord(i, at))}\n`).join(''), { flag: 'a' });
   return p;
 }
