@@ -18,7 +18,8 @@ const COMMANDS: Record<string, Entry> = {
   emulator: { summary: 'run the local emulator of the Events and cluster APIs', load: async () => (await import('./commands/emulator.js')).default },
   'check-config': { summary: 'validate the config and print it with secrets redacted', load: async () => (await import('./commands/check-config.js')).default },
   status: { summary: 'show progress per Data Source and file', load: async () => (await import('./commands/status.js')).default },
-  'dead-letter': { summary: 'list or replay rejected lines', load: async () => (await import('./commands/dead-letter.js')).default },
+  'dead-letter': { summary: 'list, replay or purge rejected lines', load: async () => (await import('./commands/dead-letter.js')).default },
+  queue: { summary: 'list the disk retry queue, or move stuck batches to dead letters', load: async () => (await import('./commands/queue.js')).default },
   clusters: { summary: 'manage dedicated clusters (list, config, rebalance, replicas)', load: async () => (await import('./commands/clusters.js')).default },
 };
 

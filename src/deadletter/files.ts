@@ -19,7 +19,7 @@ import zlib from 'node:zlib';
 import type { DeadLetterReason, DeadLetterRecord } from './store.js';
 
 export const REPLAYING_SUFFIX = '.ndjson.replaying';
-export const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['line_too_long', 'invalid_json', 'rejected', 'materialized_view_error'];
+export const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['line_too_long', 'invalid_json', 'rejected', 'materialized_view_error', 'operator'];
 const RECORD_START = '{"datasource":';
 
 export interface DeadLetterFile {

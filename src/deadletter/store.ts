@@ -13,7 +13,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { encodeRecord } from './files.js';
 
-export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error';
+/** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
+export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error' | 'operator';
 
 export interface DeadLetterInput {
   datasource: string;
@@ -102,7 +103,21 @@ export class DeadLetterStore {
     this.totalBytes += size;
     return new Promise((resolve, reject) => {
       this.pending.push({ ds: input.datasource, text, resolve, reject });
-      if (!this.draining) this.draining = this.drain().finally(() => (this.draining = null));
+      this.kick();
+    });
+  }
+
+  /**
+   * Start draining unless a drain runs. A record added by a caller resumed
+   * from the last write of a drain (before the drain's own promise settles)
+   * is picked up when it settles: without that, one awaited add after another
+   * (queue dead-letter) left the second waiting forever.
+   */
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = null;
+      if (this.pending.length > 0) this.kick();
     });
   }
 

@@ -198,6 +198,12 @@ export class RetryQueue {
     return ids;
   }
 
+  /** One record, CRC-checked; null when it is damaged or gone. */
+  async readRecord(ref: QueueRef): Promise<QueuedBatch | null> {
+    const e = this.find(ref);
+    return e && !e.acked ? this.read(e) : null;
+  }
+
   /** Hand a taken record back (not delivered; e.g. the agent is stopping). */
   release(ref: QueueRef): void {
     const e = this.find(ref);
