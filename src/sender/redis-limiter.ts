@@ -9,7 +9,7 @@
 // not touched. While in fallback, one join attempt runs every rejoinEveryMs;
 // when one succeeds, new requests use the shared budget again and
 // onFallback(false) is reported. Requests already waiting on the fallback
-// limiter (at most max_in_flight) finish there. Callers already sleeping on
+// limiter take a shared slot instead once their fallback turn comes. Callers already sleeping on
 // a reserved shared slot keep it when Redis is lost, so the fallback starts
 // only after this agent's last reserved slot: the two never overlap.
 //
@@ -103,7 +103,13 @@ export class RedisLimiter implements RateLimiter {
       if (!budget) {
         const ms = this.fallbackNotBeforeMs - performance.now();
         if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
-        return this.fallback.acquire();
+        await this.fallback.acquire();
+        // Rejoined while this request waited on the fallback: take a shared
+        // slot instead. Requests still queued on the fallback would otherwise
+        // go at the fallback rate on top of the shared budget (with
+        // max_in_flight: auto that can be dozens per agent: 429s).
+        if (this.budget && !this.closed) continue;
+        return;
       }
       try {
         await budget.acquire();

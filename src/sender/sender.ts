@@ -151,8 +151,8 @@ export class Sender {
   private readonly inFlight: Semaphore;
   private readonly inFlightBytes: ByteBudget;
   private readonly concurrency: ConcurrencyLimit;
-  /** Requests on the wire now. */
-  private sending = 0;
+  /** Requests past the byte budget (waiting for a rate slot, or on the wire). */
+  private holding = 0;
   /** After a 413, one request at a time until a success (the limit is being learned). */
   private readonly single = new Semaphore(1);
   private narrowed = false;
@@ -485,16 +485,16 @@ export class Sender {
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
     const bytes = part.body.length;
-    let sent = false;
     await this.inFlightBytes.acquire(bytes);
+    // Counted once past the byte budget: a limit that only waits on bytes is
+    // not reached and does not grow (memory binds, not concurrency). Waiting
+    // for the rate budget counts: with a shared budget each agent's share of
+    // slots follows its concurrency, so every agent grows alike.
+    this.holding++;
+    this.concurrency.onStart(this.holding);
     try {
       await this.o.limiter.acquire();
       if (this.stopping || (this.budgetPark.parked && !isProbe)) return null;
-      sent = true;
-      // Counted once on the wire (past the byte budget and the rate limit):
-      // a limit that only waits on those is not reached, and does not grow.
-      this.sending++;
-      this.concurrency.onStart(this.sending);
       const started = performance.now();
       const startedAt = this.o.clock.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
@@ -503,7 +503,7 @@ export class Sender {
       this.concurrency.onAnswer(this.o.clock.now() - startedAt, answerKind(outcome));
       return outcome;
     } finally {
-      if (sent) this.sending--;
+      this.holding--;
       this.inFlightBytes.release(bytes);
       if (narrow) this.single.release();
       this.inFlight.release();
