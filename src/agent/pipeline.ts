@@ -133,11 +133,11 @@ export class Pipeline {
     while (this.tasks.size > 0) {
       const left = deadline - this.o.clock.now();
       if (left <= 0) return false;
-      const timeUp = new AbortController();
-      const all = Promise.allSettled([...this.tasks]).then(() => timeUp.abort());
-      await this.o.clock.sleep(left, timeUp.signal);
-      timeUp.abort();
-      void all;
+      // Whichever comes first: every task settled (aborts the sleep), or the deadline.
+      const settled = new AbortController();
+      void Promise.allSettled([...this.tasks]).then(() => settled.abort());
+      await this.o.clock.sleep(left, settled.signal);
+      settled.abort();
     }
     return true;
   }
