@@ -17,6 +17,11 @@ import { validateTree } from './validate.js';
 import { documentToRaw, parseYaml } from './yaml-tree.js';
 
 export interface LoadConfigOptions extends LocateOptions {
+  /**
+   * Keys the command never uses (\`status\`, \`queue\`, \`dead-letter list\` need
+   * no token): an unset \`\${VAR}\` in them is not a problem for that command.
+   */
+  unusedKeys?: readonly string[];
   /** Called for every warning, also when loading then fails (a misspelt SPOOLSHIP_* may be why). */
   onWarning?: (message: string) => void;
 }
@@ -38,7 +43,7 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     cwd: opts.cwd,
     baseDir: located.file ? path.dirname(located.file) : opts.cwd,
     source: located.file ?? undefined,
-    pendingProblems: pending,
+    pendingProblems: pending.filter((p) => !(opts.unusedKeys ?? []).some((k) => p.path === k || p.path.startsWith(`${k}.`))),
     referencedVariables: referenced,
     onWarning: opts.onWarning,
   });
@@ -51,6 +56,9 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     secrets: secretValues(opts.env, referenced),
   };
 }
+
+/** The token keys: only \`run\`, \`send\`, \`dead-letter replay\`, \`clusters\` and \`check-config\` use them. */
+export const TOKEN_KEYS = ['api.token', 'clusters.token'] as const;
 
 /** Read, parse and interpolate one file; YAML syntax errors throw at once. */
 function readConfigFile(file: string, env: NodeJS.ProcessEnv): { tree: unknown; pending: ConfigProblem[]; referenced: Set<string> } {

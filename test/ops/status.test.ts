@@ -2,6 +2,7 @@
 // from the state_dir when the agent is down or has no admin endpoint.
 import { spawn } from 'node:child_process';
 import { appendFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/status/report.js';
@@ -283,3 +284,19 @@ describe('status from the state dir', () => {
   });
 });
 
+describe('commands that never use the token', () => {
+  it('status, queue list and dead-letter list need no token variable and print no warning that concerns run', async () => {
+    const dir = await tempDir();
+    const cfg = path.join(dir, 'c.yaml');
+    // SPOOLSHIP_TOKEN is not set for the child; max_line_bytes over batch.max_bytes is a warning for run only.
+    await writeFile(cfg, `api:\n  base_url: https://api.example.com\n  token: \${SPOOLSHIP_TOKEN}\nspool:\n  dir: ${path.join(dir, 'spool')}\nstate_dir: ${path.join(dir, 'state')}\nbatch:\n  max_bytes: 5KB\nadmin:\n  listen: ""\n`);
+    await mkdir(path.join(dir, 'spool'), { recursive: true });
+    for (const args of [['status'], ['queue', 'list'], ['dead-letter', 'list']]) {
+      const r = await runCli([...args, '-c', cfg], dir);
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' });
+    }
+    const replay = await runCli(['dead-letter', 'replay', '-c', cfg], dir);
+    expect(replay.code).toBe(2);
+    expect(replay.stderr).toContain('SPOOLSHIP_TOKEN is not set');
+  });
+});

@@ -1,7 +1,7 @@
 // `spoolship dead-letter list|replay|purge [-c FILE] [--datasource DS] [--reason R] [--json]`:
 // inspect the dead-letter store, and resend its lines once the cause is fixed
 // (the replay sequence and its crash safety: src/deadletter/replay.ts).
-import { loadConfig } from '../../config/index.js';
+import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter } from '../../deadletter/files.js';
@@ -73,11 +73,13 @@ const command: Command = {
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'; see 'spoolship dead-letter --help'`);
     const filter = parseFilter(values.datasource, values.reason);
+    // list and purge never use the token (replay does), and the config's warnings concern run.
     const { config } = loadConfig({
       file: values.config ?? null,
       env: io.env,
       cwd: io.cwd,
-      onWarning: (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`),
+      unusedKeys: verb === 'replay' ? [] : TOKEN_KEYS,
+      onWarning: verb === 'replay' ? (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`) : undefined,
     });
     if (verb === 'purge') return purge(config, filter, values.json === true, values.yes === true, io);
     return verb === 'list' ? list(config, filter, values.json === true, io) : replay(config, filter, values.json === true, io);

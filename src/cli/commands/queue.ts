@@ -10,7 +10,7 @@
 // release has no control channel to a running agent; stop it, move, start).
 import path from 'node:path';
 import { decodeBody } from '../../codec/index.js';
-import { loadConfig } from '../../config/index.js';
+import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
@@ -81,7 +81,8 @@ const command: Command = {
     if (verb === 'dead-letter' && parsedIds.length === 0 && values.datasource === undefined) {
       throw new UsageError('queue dead-letter needs batch IDs (from queue list) or --datasource DS');
     }
-    const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, onWarning: (w) => io.stderr.write(`spoolship queue: warning: ${w}\n`) });
+    // The queue commands never use the token, and the config's warnings concern run.
+    const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
     return verb === 'list' ? list(config, values.datasource, values.json === true, io) : moveToDeadLetters(config, parsedIds, values.datasource, values.json === true, io);
   },
 };

@@ -1,7 +1,7 @@
 // `spoolship status [-c FILE] [--json] [--watch]`: progress per Data Source
 // and per file, from the running agent's /status, or from the state_dir when
 // the agent is down or has no admin endpoint (src/status/collect.ts).
-import { loadConfig } from '../../config/index.js';
+import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
 import { EXIT_OK, SpoolshipError } from '../../errors.js';
 import { collectStatus } from '../../status/collect.js';
 import { renderStatus } from '../../status/render.js';
@@ -46,12 +46,8 @@ const command: Command = {
       json: { type: 'boolean' },
       watch: { type: 'boolean' },
     });
-    const { config } = loadConfig({
-      file: values.config ?? null,
-      env: io.env,
-      cwd: io.cwd,
-      onWarning: (w) => io.stderr.write(`spoolship status: warning: ${w}\n`),
-    });
+    // status never uses the token, and the config's warnings concern run.
+    const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
     const frame = async (): Promise<string> => {
       const report = await collectStatus(config);
       return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true });
