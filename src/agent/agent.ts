@@ -30,6 +30,8 @@ import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
+import { QueueOps } from '../control/queue-ops.js';
+import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, rangeCrcs, reformBatch } from './reform.js';
@@ -78,6 +80,7 @@ export class Agent {
   private queue!: RetryQueue;
   private replayer!: QueueReplayer;
   private admin: AdminServer | null = null;
+  private control: ControlServer | null = null;
   private token!: TokenSource;
   private embedded: EmbeddedEmulator | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -137,6 +140,7 @@ export class Agent {
       await this.replayRecovered();
       this.reconcileQueue();
       await this.startAdmin();
+      await this.startControl();
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), this.tickMs);
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
@@ -399,6 +403,23 @@ export class Agent {
     }
   }
 
+  /** The control channel for `spoolship queue list|dead-letter` (src/control/). */
+  private async startControl(): Promise<void> {
+    const ops = new QueueOps({
+      queue: this.queue,
+      sender: this.sender,
+      store: this.store,
+      deadLetters: this.deadLetters,
+      clock: this.clock,
+      log: this.deps.log,
+      deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.deadLetterLines(id, ds, lineStart, raw, reason, status),
+      retryStateWrite: (fn) => this.pipeline.retryStateWrite(fn),
+      onQueueChange: () => this.updateQueueMetrics(),
+      pathOf: (k) => this.pathOf(k),
+    });
+    this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
+  }
+
   private createSender(): Sender {
     const { config: c, metrics, deps } = this;
     const log = deps.log;
@@ -456,8 +477,8 @@ export class Agent {
     });
   }
 
-  private async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error', status: number): Promise<void> {
-    const ranges = this.store.intentRanges(batchId);
+  private async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
+    const ranges = this.store.batchRanges(batchId);
     const lines: Buffer[] = [];
     let pos = 0;
     while (pos < raw.length) {
@@ -705,6 +726,7 @@ export class Agent {
     if (forReload) log.info({ event: 'reloading', timeout_ms: timeoutMs }, 'reload: draining the old pipeline');
     else log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
     this.stopTimers();
+    await this.control?.close();
     await this.within(this.spooler.stop(), stopWaitingAt);
     this.batcher.closeAll();
     await this.within(this.reconciling ?? Promise.resolve(), stopWaitingAt);
@@ -748,6 +770,7 @@ export class Agent {
   /** What is left once state is on disk (or abandoned): connections, servers, watchers, the lock. */
   private async releaseRest(): Promise<void> {
     await Promise.all([
+      this.control?.close(),
       this.dirWatch?.close(),
       this.limiter?.close().catch(() => undefined),
       this.admin?.close().catch(() => undefined),
@@ -792,6 +815,7 @@ export class Agent {
   }
 
   private async releaseAfterFailedStart(): Promise<void> {
+    await this.control?.close();
     await this.dirWatch?.close();
     await this.admin?.close().catch(() => undefined);
     await this.embedded?.close().catch(() => undefined);

@@ -29,7 +29,7 @@ import { Sender, type RootBatch } from '../sender/sender.js';
 import { systemClock } from '../util/clock.js';
 import type { DeadLetterReason } from './store.js';
 
-export type LineResult = { kind: 'ack' } | { kind: 'rejected'; reason: DeadLetterReason; status: number } | { kind: 'unsent' };
+export type LineResult = { kind: 'ack' } | { kind: 'rejected'; reason: DeadLetterReason; status: number | null } | { kind: 'unsent' };
 export type StopReason = 'token_rejected' | 'workspace_not_found' | 'bad_request' | 'interrupted';
 
 /** What replay.ts needs from a sender (tests may fake it). */

@@ -93,6 +93,16 @@ export class DeadLetterStore {
     return this.totalBytes;
   }
 
+  /** Bytes still free (dead_letter.max_bytes less what is stored). */
+  get room(): number {
+    return Math.max(0, this.maxBytes - this.totalBytes);
+  }
+
+  /** Bytes `add(input)` would take on disk. */
+  sizeOf(input: DeadLetterInput): number {
+    return Buffer.byteLength(encodeRecord(toRecord(input, this.now()))) + 1;
+  }
+
   add(input: DeadLetterInput): Promise<'stored' | 'dropped'> {
     const text = `${encodeRecord(toRecord(input, this.now()))}\n`;
     const size = Buffer.byteLength(text);

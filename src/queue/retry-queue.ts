@@ -174,7 +174,16 @@ export class RetryQueue {
    * spool as well (that sent it twice although the server had never seen it).
    */
   async batchIds(): Promise<Set<number>> {
-    const ids = new Set<number>();
+    return new Set((await this.list()).map((r) => r.header.id));
+  }
+
+  /**
+   * Every record not acknowledged whose header can be read (the bodies are
+   * not read; a record with a corrupt header is left to take(), which skips
+   * and counts it), oldest first, and whether the replayer has it now.
+   */
+  async list(): Promise<Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }>> {
+    const out: Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }> = [];
     const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
     for (const e of this.entries) {
       if (e.acked) continue;
@@ -187,15 +196,24 @@ export class RetryQueue {
         if (headLen > e.len) continue;
         const json = Buffer.allocUnsafe(headLen);
         await fh.read(json, 0, headLen, e.off + head.length);
-        const id = (JSON.parse(json.toString('utf8')) as Partial<QueuedHeader>).id;
-        if (typeof id === 'number') ids.add(id);
+        const header = JSON.parse(json.toString('utf8')) as QueuedHeader;
+        const bodyBytes = e.len - head.length - headLen;
+        if (typeof header.id === 'number' && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes, header, leased: e.leased });
       } catch {
         // A corrupt header: take() skips and counts the record.
       } finally {
         await fh.close();
       }
     }
-    return ids;
+    return out;
+  }
+
+  /** Take a record out of the replayer's reach (an operator moves it); false when it is being sent or gone. */
+  lease(ref: QueueRef): boolean {
+    const e = this.find(ref);
+    if (!e || e.acked || e.leased) return false;
+    e.leased = true;
+    return true;
   }
 
   /** One record, CRC-checked; null when it is damaged or gone. */

@@ -6,6 +6,7 @@
 // Invariant (DESIGN 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
+import { setMaxListeners } from 'node:events';
 import { decodeBody, type Codec } from '../codec/index.js';
 import type { Clock } from '../util/clock.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
@@ -61,8 +62,12 @@ export interface SenderHooks {
   onRetry(reason: RetryReason, ds: string): void;
   onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
-  /** Store the part's lines as dead letters (durably) before the batch counts as done. */
-  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error', status: number): Promise<void>;
+  /**
+   * Store the part's lines as dead letters (durably) before the batch counts
+   * as done. `operator`: released by `spoolship queue dead-letter` (status:
+   * the batch's last answer, null when none).
+   */
+  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
   /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
   onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
   /** The learned body size limit changed (max_bytes when none is learned). */
@@ -119,6 +124,24 @@ export interface DeliverOptions {
 }
 type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
 
+/** What the sender knows of one batch's attempts (for `spoolship queue list`); kept until the batch is done. */
+export interface BatchHistory {
+  attempts: number;
+  /** HTTP status of the last answer; null for a network error or before any answer. */
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+/** A batch being delivered now: what `queue list` shows and `queue dead-letter` may release. */
+export interface HeldBatch {
+  root: RootBatch;
+  /** Waiting for a park (of its Data Source or of the budget) to end. */
+  parked: boolean;
+  /** When its delivery started (clock ms). */
+  since: number;
+  history: BatchHistory;
+}
+
 /** What one delivery knows about its batch while it is being resolved. */
 interface Ctx {
   root: RootBatch;
@@ -140,6 +163,16 @@ interface Ctx {
   holdsDsProbe: boolean;
   /** An attempt may have stored something (5xx, reset, timeout): never cut the batch again. */
   unknownOutcome: boolean;
+  /** Ends this delivery's waits: the sender stops, or an operator released the batch. */
+  ac: AbortController;
+  /** `spoolship queue dead-letter` moves what is left of the batch to the dead-letter store. */
+  released: boolean;
+  /** Lines dead-lettered because of the release. */
+  releasedLines: number;
+  /** How the delivery ended; null while it runs. */
+  result: DeliveryResult | null;
+  /** When the delivery started (clock ms). */
+  since: number;
 }
 
 export class Sender {
@@ -160,7 +193,10 @@ export class Sender {
   private parkDetail: string | null = null;
   private pausedUntil = 0;
   private stopping = false;
-  private readonly stopAc = new AbortController();
+  /** Deliveries under way, by batch id. */
+  private readonly active = new Map<number, Ctx>();
+  /** Attempts per batch id, kept across a deferral to the disk queue until the batch is done. */
+  private readonly histories = new Map<number, BatchHistory>();
 
   constructor(private readonly o: SenderOptions) {
     const auto = o.maxInFlight === 'auto';
@@ -238,11 +274,62 @@ export class Sender {
     for (const p of this.dsParks.values()) p.wake();
   }
 
+  /** An operator moved batches of a parked Data Source away: let its next batch probe now. */
+  wakeDataSource(ds: string): void {
+    this.dsParks.get(ds)?.wake();
+  }
+
   /** No new attempts; waiting batches return 'aborted' (their intents stay for the next start). */
   stop(): void {
     this.stopping = true;
-    this.stopAc.abort();
+    for (const ctx of this.active.values()) ctx.ac.abort();
     this.notifier.notify();
+  }
+
+  /** The batches being delivered now, oldest first. */
+  held(): HeldBatch[] {
+    return [...this.active.values()].map((ctx) => ({
+      root: ctx.root,
+      parked: this.budgetPark.parked || this.dsParks.get(ctx.root.ds)?.parked === true,
+      since: ctx.since,
+      history: this.historyOf(ctx.root.id),
+    }));
+  }
+
+  /** Attempts and last answer of a batch (also of one waiting in the disk queue since). */
+  history(id: number): BatchHistory | null {
+    return this.histories.get(id) ?? null;
+  }
+
+  /**
+   * `spoolship queue dead-letter`: the batch being delivered stops waiting;
+   * what of it is not yet acknowledged goes to the dead-letter store (reason
+   * `operator`), and its delivery ends 'done'. A request on the wire is
+   * answered first (its lines may be acknowledged after all). Resolves with
+   * the lines moved, or null when the batch is not being delivered; 'aborted'
+   * when the sender stopped first (nothing more moved).
+   */
+  release(id: number): { wait: () => Promise<number | 'aborted'> } | null {
+    const ctx = this.active.get(id);
+    if (!ctx) return null;
+    ctx.released = true;
+    ctx.ac.abort();
+    this.notifier.notify();
+    return {
+      wait: async () => {
+        while (ctx.result === null) await this.notifier.wait(this.o.clock, 60_000);
+        return ctx.result === 'done' ? ctx.releasedLines : 'aborted';
+      },
+    };
+  }
+
+  private historyOf(id: number): BatchHistory {
+    let h = this.histories.get(id);
+    if (!h) {
+      h = { attempts: 0, lastStatus: null, lastError: null };
+      this.histories.set(id, h);
+    }
+    return h;
   }
 
   get requestsInFlight(): number {
@@ -255,13 +342,19 @@ export class Sender {
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
-    const ctx = newCtx(root, opts);
+    const ctx = newCtx(root, opts, this.o.clock.now());
+    if (this.stopping) ctx.ac.abort();
+    this.active.set(root.id, ctx);
+    let result: DeliveryResult = 'aborted';
     try {
       for (;;) {
         const r = await this.resolveAll(ctx);
         if (r !== 'request_level') {
-          // The probe batch of a parked Data Source resolved: the name is fine.
-          if (r === 'done' && ctx.holdsDsProbe) this.dsPark(root.ds).unpark();
+          // The probe batch of a parked Data Source resolved: the name is fine
+          // (not so for a batch an operator released: it proved nothing).
+          if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.dsPark(root.ds).unpark();
+          if (r === 'done') this.histories.delete(root.id);
+          result = r;
           return r;
         }
         // Nothing of the batch was accepted and single lines from several of
@@ -270,12 +363,16 @@ export class Sender {
         // Data Source, keep the data; a waiting batch probes every 60 s.
         this.dsPark(root.ds).park('bad_request');
         this.releaseDsProbe(ctx);
-        Object.assign(ctx, newCtx(root, opts), { unknownOutcome: ctx.unknownOutcome });
-        if (opts.canDefer?.()) return 'deferred';
+        Object.assign(ctx, { ...newCtx(root, opts, ctx.since), unknownOutcome: ctx.unknownOutcome, ac: ctx.ac, released: ctx.released, releasedLines: ctx.releasedLines });
+        if (opts.canDefer?.() && !ctx.released) return (result = 'deferred');
         if (this.stopping) return 'aborted';
       }
     } finally {
       this.releaseDsProbe(ctx);
+      this.active.delete(root.id);
+      ctx.result = result;
+      // A release waits for this delivery to end.
+      this.notifier.notify();
     }
   }
 
@@ -303,7 +400,15 @@ export class Sender {
         work.push(...(await this.split(part, await this.raw(part))).reverse());
         continue;
       }
-      const v = await this.sendUntilFinal(part, ctx, part === whole);
+      const v = ctx.released ? 'released' : await this.sendUntilFinal(part, ctx, part === whole);
+      if (v === 'released') {
+        // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
+        for (const p of [part, ...work.splice(0)]) {
+          await this.o.hooks.deadLetterLines(root, p, await this.raw(p), 'operator', this.historyOf(root.id).lastStatus);
+          ctx.releasedLines += p.lines;
+        }
+        break;
+      }
       if (v === 'aborted' || v === 'deferred') return v;
       const r = await this.handle(part, v, ctx, work);
       if (r) return r;
@@ -376,15 +481,16 @@ export class Sender {
   }
 
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
-  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred'> {
+  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released'> {
     let attempt = 0;
     let afterGoaway = false;
-    const defer = () => mayDefer && !ctx.bisecting && ctx.opts.canDefer?.() === true;
+    const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
     for (;;) {
+      if (ctx.released && !this.stopping) return 'released';
       if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.dsParks.get(part.ds)?.parked))) return 'deferred';
       const probe = await this.waitUntilClear(part.ds, ctx);
-      if (probe === 'aborted') return 'aborted';
-      const outcome = await this.request(part, probe);
+      if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
+      const outcome = await this.request(part, probe, ctx);
       if (outcome === null) {
         // Parked or stopping while waiting for a slot: not sent; decide again.
         if (probe) this.budgetPark.probeDone(false);
@@ -400,6 +506,10 @@ export class Sender {
         backoff: this.o.backoff,
         random: this.o.random,
       });
+      const h = this.historyOf(ctx.root.id);
+      h.attempts++;
+      h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
+      h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
       if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.noteToken(part.ds, true);
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
         const elsewhere = this.tokenWorksElsewhere(part.ds);
@@ -440,7 +550,7 @@ export class Sender {
         this.o.limiter.pause(v.afterMs);
       }
       if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
-      await this.sleepUntil(until);
+      await this.sleepUntil(until, ctx);
       if (this.stopping) return 'aborted';
     }
   }
@@ -448,31 +558,31 @@ export class Sender {
   /** Wait for parks and the Retry-After pause; true when this request is the budget's probe. */
   private async waitUntilClear(ds: string, ctx: Ctx): Promise<boolean | 'aborted'> {
     for (;;) {
-      if (this.stopping) return 'aborted';
+      if (ctx.ac.signal.aborted) return 'aborted';
       const dsPark = this.dsParks.get(ds);
       if (dsPark?.parked && !ctx.holdsDsProbe) {
         // Every waiting batch of a parked Data Source may be its probe (every
         // 60 s, at once on wake): a batch replayed from the disk queue too.
-        const mine = await dsPark.pass(this.stopAc.signal);
+        const mine = await dsPark.pass(ctx.ac.signal);
         if (mine) ctx.holdsDsProbe = true;
         continue;
       }
-      const probe = await this.budgetPark.pass(this.stopAc.signal);
-      if (this.stopping) {
+      const probe = await this.budgetPark.pass(ctx.ac.signal);
+      if (ctx.ac.signal.aborted) {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';
       }
       if (this.o.clock.now() < this.pausedUntil) {
         if (probe) this.budgetPark.probeDone(false);
-        await this.sleepUntil(this.pausedUntil);
+        await this.sleepUntil(this.pausedUntil, ctx);
         continue;
       }
       return probe;
     }
   }
 
-  private async sleepUntil(t: number): Promise<void> {
-    while (!this.stopping) {
+  private async sleepUntil(t: number, ctx: Ctx): Promise<void> {
+    while (!ctx.ac.signal.aborted) {
       const ms = t - this.o.clock.now();
       if (ms <= 0) return;
       await this.notifier.wait(this.o.clock, ms);
@@ -480,7 +590,7 @@ export class Sender {
   }
 
   /** One request; null when the budget got parked (or the sender stopped) while this one waited for its slot. */
-  private async request(part: Part, isProbe: boolean): Promise<SendOutcome | null> {
+  private async request(part: Part, isProbe: boolean, ctx: Ctx): Promise<SendOutcome | null> {
     await this.inFlight.acquire();
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
@@ -494,7 +604,7 @@ export class Sender {
     this.concurrency.onStart(this.holding);
     try {
       await this.o.limiter.acquire();
-      if (this.stopping || (this.budgetPark.parked && !isProbe)) return null;
+      if (ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe)) return null;
       const started = performance.now();
       const startedAt = this.o.clock.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
@@ -538,8 +648,10 @@ function answerKind(outcome: SendOutcome): AnswerKind {
   return outcome.status >= 200 && outcome.status < 300 ? 'ok' : 'other';
 }
 
-function newCtx(root: RootBatch, opts: DeliverOptions): Ctx {
-  return { root, opts, bisecting: false, probes: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false };
+function newCtx(root: RootBatch, opts: DeliverOptions, since: number): Ctx {
+  const ac = new AbortController();
+  setMaxListeners(0, ac.signal);
+  return { root, opts, bisecting: false, probes: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
 }
 
 function quarterOf(root: RootBatch, line: number): number {

@@ -193,6 +193,11 @@ export class StateStore {
     return this.intents.get(id)?.ranges;
   }
 
+  /** The file ranges of a batch in flight or in the disk queue (where its lines came from). */
+  batchRanges(id: number): readonly RangeRecord[] | undefined {
+    return this.intents.get(id)?.ranges ?? this.queued.get(id)?.ranges;
+  }
+
 
   get journalBytes(): number {
     return this.journal.bytes;

@@ -18,10 +18,12 @@ export interface Harness {
   sender: Sender;
   clock: ManualClock;
   sent: Array<{ ds: string; body: Buffer }>;
-  deadLetters: Array<{ ds: string; reason: string; status: number; lines: string[] }>;
+  deadLetters: Array<{ ds: string; reason: string; status: number | null; lines: string[] }>;
   parks: Array<{ scope: string; reason: string | null }>;
   retries: string[];
   token: { value: string };
+  /** Called before each request with how many were sent before it (change the token, the faults...). */
+  beforePost: ((sentBefore: number) => void) | null;
   batch(ds: string, lines: string[], id?: number): Promise<RootBatch>;
 }
 
@@ -35,6 +37,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   const sent: Harness['sent'] = [];
   const spy = {
     post: (ds: string, body: Buffer, enc: string | null) => {
+      h.beforePost?.(sent.length);
       sent.push({ ds, body });
       return client.post(ds, body, enc);
     },
@@ -69,7 +72,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   });
   cleanups.push(async () => sender.stop());
   let nextId = 1;
-  return {
+  const h: Harness = {
     emu,
     sender,
     clock,
@@ -78,11 +81,13 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     parks,
     retries,
     token,
+    beforePost: null,
     async batch(ds, lines, id) {
       const raw = Buffer.from(lines.map((l) => `${l}\n`).join(''));
       return { id: id ?? nextId++, ds, body: await codec.compress(raw), encoding: codec.contentEncoding, rawLen: raw.length, lines: lines.length };
     },
   };
+  return h;
 }
 
 /** Let pending I/O and promise chains run until `cond` holds (no clock movement). */

@@ -1,13 +1,11 @@
 // `spoolship queue list|dead-letter [-c FILE] [--datasource DS] [ID...] [--json]`:
 // the operator's way out of a stuck batch (README "The disk retry queue").
 //
-// list: every batch waiting in the disk retry queue, read-only (safe beside a
-// running agent): a batch of a Data Source (or a budget) the running agent
-// reports parked is `parked`, else `queued`.
-// dead-letter: moves the named batches (or every batch of a Data Source) to
-// the dead-letter store, reason `operator`, on the state_dir of a stopped
-// agent: it takes the state lock, so it refuses while the agent runs (this
-// release has no control channel to a running agent; stop it, move, start).
+// With the agent running, both ask it through the control channel in
+// state_dir (src/control/): it lists the batches queued on disk or held by a
+// park, with their attempts and last answer, and moves batches while it
+// runs. With the agent stopped they work on its state_dir directly (taking
+// the state lock): every batch there is `queued`.
 import path from 'node:path';
 import { decodeBody } from '../../codec/index.js';
 import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
@@ -17,7 +15,8 @@ import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '
 import { EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
 import { locateLines } from '../../agent/reform.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
-import { askAgent } from '../../status/collect.js';
+import { askControl } from '../../control/client.js';
+import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';
 import { readQueueRecords, type QueueRecordView } from '../../status/queue-reader.js';
 import { acquireLock } from '../../state/lock.js';
 import { StateStore } from '../../state/store.js';
@@ -26,17 +25,22 @@ import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 const usage = `Usage: spoolship queue list        [-c FILE] [--datasource DS] [--json]
        spoolship queue dead-letter [-c FILE] [--datasource DS] [ID...] [--json]
 
-The disk retry queue (<state_dir>/queue) holds batches that could not be sent
-yet: an outage, a parked Data Source or budget.
+Batches that could not be sent yet (an outage, a parked Data Source or
+budget) wait in the disk retry queue (<state_dir>/queue), or in the running
+agent while their Data Source is parked.
 
-  list         every batch waiting there: id, Data Source, state (queued, or
-               parked when the running agent reports its Data Source or budget
-               parked), lines, bytes (uncompressed), compressed bytes, age.
-               Read-only: safe while the agent runs.
+  list         every such batch: id, Data Source, state (queued, or parked
+               while its Data Source or the budget is parked), lines, bytes
+               (uncompressed), compressed bytes, age, and from a running
+               agent its attempts and last answer.
   dead-letter  move the named batches (IDs from list), or every batch of
                --datasource, to the dead-letter store (reason operator), so
                shipping goes on; 'spoolship dead-letter replay' can send them
-               later. Needs the agent stopped (it takes the state_dir lock).
+               later.
+
+Both work with the agent running (through its control socket,
+<state_dir>/control.sock: run them as the agent's user) or stopped (on the
+state_dir directly).
 
 Options:
   -c, --config FILE      config file (default: $SPOOLSHIP_CONFIG, ./config/spoolship.yaml,
@@ -45,23 +49,14 @@ Options:
       --json             list: one JSON object per line; dead-letter: a summary object
   -h, --help             show this help
 
-Exit codes: 0 ok; 1 an unknown ID, a batch that does not fit the dead-letter
-store, or the agent is running (nothing moved); 2 usage or config error
-(dead-letter with neither IDs nor --datasource).
+Exit codes: 0 ok; 1 an unknown ID or a batch that does not fit the
+dead-letter store (nothing moved), or the agent cannot be reached; 2 usage or
+config error (dead-letter with neither IDs nor --datasource).
 `;
 
-interface Listed {
-  id: number;
-  datasource: string;
-  state: 'queued' | 'parked';
-  lines: number;
-  bytes: number;
-  compressed_bytes: number;
-  age_ms: number;
-  attempts: number | null;
-  last_status: number | null;
-  last_error: string | null;
-}
+/** List answers are quick; a move may wait for a request on the wire (api.request_timeout_ms). */
+const LIST_TIMEOUT_MS = 30_000;
+const MOVE_TIMEOUT_MS = 10 * 60_000;
 
 const command: Command = {
   name: 'queue',
@@ -83,20 +78,49 @@ const command: Command = {
     }
     // The queue commands never use the token, and the config's warnings concern run.
     const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
-    return verb === 'list' ? list(config, values.datasource, values.json === true, io) : moveToDeadLetters(config, parsedIds, values.datasource, values.json === true, io);
+    const json = values.json === true;
+    const req: ControlRequest = verb === 'list' ? { op: 'queue_list', datasource: values.datasource } : { op: 'queue_dead_letter', ids: parsedIds, datasource: values.datasource };
+    const answer = await askRunningAgent(config, req, io);
+    if (answer === 'failed') return EXIT_FAILURE;
+    if (answer) return verb === 'list' ? printList(config, 'rows' in answer ? answer.rows : [], values.datasource, json, io) : printMoves(answer, json, io);
+    return verb === 'list' ? list(config, values.datasource, json, io) : moveToDeadLetters(config, parsedIds, values.datasource, json, io);
   },
 };
 
+/** The running agent's answer; null when no agent runs on the state_dir; 'failed' after a refusal (printed). */
+async function askRunningAgent(config: Readonly<Config>, req: ControlRequest, io: CliIo): Promise<Exclude<ControlAnswer, { ok: false }> | null | 'failed'> {
+  let answer: ControlAnswer | null;
+  try {
+    answer = await askControl(config.state_dir, req, req.op === 'queue_list' ? LIST_TIMEOUT_MS : MOVE_TIMEOUT_MS);
+  } catch (err) {
+    io.stderr.write(`spoolship queue: ${(err as Error).message}\n`);
+    return 'failed';
+  }
+  if (answer && !answer.ok) {
+    io.stderr.write(`spoolship queue ${req.op === 'queue_list' ? 'list' : 'dead-letter'}: ${answer.error}\n`);
+    return 'failed';
+  }
+  return answer;
+}
+
+function printMoves(answer: Exclude<ControlAnswer, { ok: false }>, json: boolean, io: CliIo): number {
+  if (!('moved_batches' in answer)) return EXIT_FAILURE;
+  for (const b of answer.batches) io.stderr.write(`spoolship queue dead-letter: moved batch ${b.id} (${b.datasource}, ${b.lines} lines) to the dead-letter store, reason operator\n`);
+  const summary = { moved_batches: answer.moved_batches, moved_lines: answer.moved_lines };
+  io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `moved ${summary.moved_batches} batch(es), ${summary.moved_lines} line(s) to the dead-letter store\n`);
+  return EXIT_OK;
+}
+
+/** The state_dir of a stopped agent: every batch there is queued. */
 async function list(config: Readonly<Config>, datasource: string | undefined, json: boolean, io: CliIo): Promise<number> {
   const records = (await readQueueRecords(path.join(config.state_dir, 'queue'))).filter((r) => r.header && (datasource === undefined || r.header.ds === datasource));
-  const parked = await parkedDataSources(config);
   const now = Date.now();
-  const rows: Listed[] = records.map((r) => {
+  const rows: QueueRow[] = records.map((r) => {
     const h = r.header!;
     return {
       id: h.id,
       datasource: h.ds,
-      state: parked.budget || parked.ds.has(h.ds) ? 'parked' : 'queued',
+      state: 'queued',
       lines: h.lines,
       bytes: h.rawLen,
       compressed_bytes: r.bodyBytes,
@@ -107,22 +131,22 @@ async function list(config: Readonly<Config>, datasource: string | undefined, js
       last_error: null,
     };
   });
-  if (json) io.stdout.write(rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  else if (rows.length === 0) io.stdout.write(`the retry queue in ${config.state_dir} is empty${datasource ? ` for ${datasource}` : ''}\n`);
-  else {
-    io.stdout.write(`${'ID'.padEnd(8)} ${'DATASOURCE'.padEnd(24)} ${'STATE'.padEnd(7)} ${'LINES'.padStart(8)} ${'BYTES'.padStart(12)} ${'AGE'.padStart(10)}\n`);
-    for (const r of rows) io.stdout.write(`${String(r.id).padEnd(8)} ${r.datasource.padEnd(24)} ${r.state.padEnd(7)} ${String(r.lines).padStart(8)} ${String(r.bytes).padStart(12)} ${`${Math.round(r.age_ms / 1000)} s`.padStart(10)}\n`);
-  }
-  return EXIT_OK;
+  return printList(config, rows, datasource, json, io);
 }
 
-/** What the running agent reports parked (nothing when it is down or does not answer). */
-async function parkedDataSources(config: Readonly<Config>): Promise<{ budget: boolean; ds: Set<string> }> {
-  const answer = await askAgent(config).catch(() => null);
-  if (!answer || answer.kind !== 'report') return { budget: false, ds: new Set() };
-  const r = answer.report;
-  const ds = new Set(r.datasources.filter((d) => d.parked !== null).map((d) => d.datasource));
-  return { budget: r.agent.reasons.some((x) => x === 'token_rejected' || x === 'workspace_not_found' || x === 'unexpected_response'), ds };
+function printList(config: Readonly<Config>, rows: QueueRow[], datasource: string | undefined, json: boolean, io: CliIo): number {
+  if (json) io.stdout.write(rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  else if (rows.length === 0) io.stdout.write(`no batch is queued or parked in ${config.state_dir}${datasource ? ` for ${datasource}` : ''}\n`);
+  else {
+    io.stdout.write(`${'ID'.padEnd(8)} ${'DATASOURCE'.padEnd(24)} ${'STATE'.padEnd(7)} ${'LINES'.padStart(8)} ${'BYTES'.padStart(12)} ${'AGE'.padStart(10)} ${'ATTEMPTS'.padStart(8)}  LAST ANSWER\n`);
+    for (const r of rows) {
+      const last = r.last_error ?? (r.last_status !== null ? `HTTP ${r.last_status}` : '-');
+      io.stdout.write(
+        `${String(r.id).padEnd(8)} ${r.datasource.padEnd(24)} ${r.state.padEnd(7)} ${String(r.lines).padStart(8)} ${String(r.bytes).padStart(12)} ${`${Math.round(r.age_ms / 1000)} s`.padStart(10)} ${String(r.attempts ?? '-').padStart(8)}  ${last}\n`,
+      );
+    }
+  }
+  return EXIT_OK;
 }
 
 async function moveToDeadLetters(config: Readonly<Config>, ids: number[], datasource: string | undefined, json: boolean, io: CliIo): Promise<number> {
@@ -132,7 +156,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
     lock = await acquireLock(config.state_dir);
   } catch (err) {
     if (err instanceof StateLockedError) {
-      io.stderr.write(`spoolship queue dead-letter: the agent (pid ${err.holderPid ?? 'unknown'}) is running on ${config.state_dir}; stop it, move the batches, then start it again (nothing moved)\n`);
+      io.stderr.write(`spoolship queue dead-letter: the agent (pid ${err.holderPid ?? 'unknown'}) holds ${config.state_dir} but does not answer on its control socket (an older spoolship?); stop it, move the batches, then start it again (nothing moved)\n`);
       return EXIT_FAILURE;
     }
     throw err;

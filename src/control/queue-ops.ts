@@ -1,0 +1,204 @@
+// `spoolship queue list|dead-letter` against the running agent (the control
+// channel, protocol.ts): the batches queued on disk or held by a park, and
+// an operator's way out for a batch the platform will never accept.
+//
+// A batch is in one of three places: a disk queue record nobody sends now
+// (moved here directly: leased from the replayer, its lines dead-lettered,
+// then acknowledged in the state and the queue, as the replayer does after a
+// delivery), or a delivery under way in the sender (a queued batch the
+// replayer sends, or a fresh one held by a park): the sender releases it and
+// its owner completes it as for any other delivered batch.
+import { decodeBody } from '../codec/index.js';
+import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
+import type { Logger } from '../log.js';
+import type { QueuedHeader, QueueRef, RetryQueue } from '../queue/retry-queue.js';
+import type { HeldBatch, RootBatch, Sender } from '../sender/sender.js';
+import type { StateStore } from '../state/store.js';
+import type { Clock } from '../util/clock.js';
+import type { ControlAnswer, ControlRequest, MoveSummary, QueueRow } from './protocol.js';
+
+/** How long a move waits for a queued batch the replayer is picking up to show as a delivery. */
+const PICKUP_WAIT_MS = 5000;
+const PICKUP_POLL_MS = 50;
+
+export interface QueueOpsDeps {
+  queue: RetryQueue;
+  sender: Sender;
+  store: StateStore;
+  deadLetters: DeadLetterStore;
+  clock: Clock;
+  log: Logger;
+  /** The agent's dead-letter path for a batch's lines (file and offset located, metrics counted). */
+  deadLetterLines: (batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null) => Promise<void>;
+  /** Runs a state write, waiting out a full state_dir (the pipeline's retryStateWrite). */
+  retryStateWrite: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The queue changed (its metrics). */
+  onQueueChange: () => void;
+  /** The path of a file key of the state. */
+  pathOf: (key: string) => string | undefined;
+}
+
+interface Found {
+  row: QueueRow;
+  /** Set for a disk queue record. */
+  queued: { ref: QueueRef; header: QueuedHeader } | null;
+  /** Set for a delivery under way. */
+  held: HeldBatch | null;
+}
+
+export class QueueOps {
+  /** One operator request at a time: two moves of the same batch must not race. */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly d: QueueOpsDeps) {}
+
+  handle(req: ControlRequest): Promise<ControlAnswer> {
+    const run = this.chain.then(() => (req.op === 'queue_list' ? this.list(req.datasource) : this.move(req.ids, req.datasource)));
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async list(datasource?: string): Promise<ControlAnswer> {
+    return { ok: true, rows: (await this.find(datasource)).map((f) => f.row) };
+  }
+
+  /** Every batch queued on disk or held by a park, oldest first. */
+  private async find(datasource?: string): Promise<Found[]> {
+    const { queue, sender, clock } = this.d;
+    const held = new Map(sender.held().map((h) => [h.root.id, h]));
+    const budgetParked = sender.budgetPark.parked;
+    const parkedDs = sender.parkedDataSources();
+    const now = clock.now();
+    const out: Found[] = [];
+    for (const r of await queue.list()) {
+      const h = r.header;
+      const history = sender.history(h.id);
+      out.push({
+        row: {
+          id: h.id,
+          datasource: h.ds,
+          state: budgetParked || parkedDs.has(h.ds) ? 'parked' : 'queued',
+          lines: h.lines,
+          bytes: h.rawLen,
+          compressed_bytes: r.bodyBytes,
+          age_ms: Math.max(0, now - h.queuedAt),
+          attempts: history?.attempts ?? null,
+          last_status: history?.lastStatus ?? null,
+          last_error: history?.lastError ?? null,
+        },
+        queued: { ref: r.ref, header: h },
+        held: held.get(h.id) ?? null,
+      });
+      held.delete(h.id);
+    }
+    // Fresh batches (never queued) that wait for a park: the queue had no room, or they were being sent when it parked.
+    for (const h of held.values()) {
+      if (!h.parked) continue;
+      out.push({
+        row: {
+          id: h.root.id,
+          datasource: h.root.ds,
+          state: 'parked',
+          lines: h.root.lines,
+          bytes: h.root.rawLen,
+          compressed_bytes: h.root.body.length,
+          age_ms: Math.max(0, now - h.since),
+          attempts: h.history.attempts,
+          last_status: h.history.lastStatus,
+          last_error: h.history.lastError,
+        },
+        queued: null,
+        held: h,
+      });
+    }
+    return out.filter((f) => datasource === undefined || f.row.datasource === datasource).sort((a, b) => a.row.id - b.row.id);
+  }
+
+  private async move(ids: number[], datasource?: string): Promise<ControlAnswer> {
+    const found = await this.find(datasource);
+    const byId = new Map(found.map((f) => [f.row.id, f]));
+    const unknown = ids.filter((id) => !byId.has(id));
+    if (unknown.length > 0) {
+      return { ok: false, code: 1, error: `no queued or parked batch ${unknown.join(', ')}${datasource ? ` of ${datasource}` : ''} (see 'spoolship queue list'); nothing moved` };
+    }
+    const selected = ids.length > 0 ? [...new Set(ids)].map((id) => byId.get(id)!) : found;
+    // Everything is sized first: a selection that does not fit moves nothing.
+    let need = 0;
+    for (const f of selected) need += await this.sizeOf(f);
+    if (need > this.d.deadLetters.room) {
+      return { ok: false, code: 1, error: `the batches need ${need} bytes and the dead-letter store has ${this.d.deadLetters.room} left (dead_letter.max_bytes); nothing moved` };
+    }
+    const summary: MoveSummary = { moved_batches: 0, moved_lines: 0, batches: [] };
+    for (const f of selected) {
+      const lines = await this.moveOne(f);
+      if (lines === 'aborted') return { ok: false, code: 1, error: `the agent is stopping; moved ${summary.moved_batches} batch(es) before it did` };
+      summary.moved_batches++;
+      summary.moved_lines += lines;
+      summary.batches.push({ id: f.row.id, datasource: f.row.datasource, lines });
+      // A parked Data Source's next batch probes now: shipping goes on at once when the moved batch was the problem.
+      this.d.sender.wakeDataSource(f.row.datasource);
+      this.d.log.warn(
+        { event: 'batch_dead_lettered', batch: f.row.id, datasource: f.row.datasource, lines, reason: 'operator' },
+        'an operator moved a batch to the dead-letter store (spoolship queue dead-letter); shipping goes on',
+      );
+    }
+    return { ok: true, ...summary };
+  }
+
+  /** Lines moved (0 when the batch was acknowledged meanwhile), or 'aborted' when the agent stops. */
+  private async moveOne(f: Found): Promise<number | 'aborted'> {
+    const { queue, sender, clock } = this.d;
+    const deadline = clock.now() + PICKUP_WAIT_MS;
+    for (;;) {
+      if (f.queued && queue.lease(f.queued.ref)) return this.moveQueued(f.queued.ref, f.queued.header);
+      const release = sender.release(f.row.id);
+      if (release) return release.wait();
+      // A queued record the replayer has taken and not yet handed to the
+      // sender (or one just delivered): look again shortly.
+      if (!f.queued || !(await queue.list()).some((r) => r.header.id === f.row.id)) return 0;
+      if (clock.now() >= deadline) throw new Error(`batch ${f.row.id} is being read by the agent and did not become movable within ${PICKUP_WAIT_MS / 1000} s; try again`);
+      await clock.sleep(PICKUP_POLL_MS);
+    }
+  }
+
+  private async moveQueued(ref: QueueRef, header: QueuedHeader): Promise<number> {
+    const { queue, store } = this.d;
+    const rec = await queue.readRecord(ref);
+    if (!rec) {
+      queue.release(ref);
+      throw new Error(`queued batch ${header.id} cannot be read (damaged): the agent reads its lines again from the spool`);
+    }
+    const raw = rec.header.encoding ? await decodeBody(rec.header.encoding, rec.body) : rec.body;
+    await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', this.d.sender.history(header.id)?.lastStatus ?? null);
+    // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
+    store.completeQueued(header.id);
+    await this.d.retryStateWrite(() => store.flush());
+    await this.d.retryStateWrite(() => queue.ack(ref));
+    this.d.onQueueChange();
+    return header.lines;
+  }
+
+  /** Dead-letter bytes the batch's lines take. */
+  private async sizeOf(f: Found): Promise<number> {
+    let body: RootBatch | null = f.held?.root ?? null;
+    if (!body && f.queued) {
+      const rec = await this.d.queue.readRecord(f.queued.ref);
+      if (!rec) throw new Error(`queued batch ${f.row.id} cannot be read (damaged): the agent reads its lines again from the spool; nothing moved`);
+      body = { id: f.row.id, ds: rec.header.ds, body: rec.body, encoding: rec.header.encoding, rawLen: rec.header.rawLen, lines: rec.header.lines };
+    }
+    if (!body) return 0;
+    const raw = body.encoding ? await decodeBody(body.encoding, body.body) : body.body;
+    // Each record names its file and offset: room for the longest path of the batch's files.
+    const paths = (this.d.store.batchRanges(body.id) ?? []).map((r) => this.d.pathOf(r.file) ?? '');
+    const where = Math.max(0, ...paths.map((p) => JSON.stringify(p).length)) + 20;
+    let n = 0;
+    for (let pos = 0; pos < raw.length; ) {
+      const nl = raw.indexOf(10, pos);
+      const end = nl === -1 ? raw.length : nl;
+      const input: DeadLetterInput = { datasource: body.ds, reason: 'operator', file: null, offset: null, bytes: end - pos, status: null, line: raw.subarray(pos, end) };
+      n += this.d.deadLetters.sizeOf(input) + where;
+      pos = end + 1;
+    }
+    return n;
+  }
+}

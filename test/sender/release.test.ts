@@ -1,0 +1,66 @@
+// `spoolship queue dead-letter` on a running agent ends the delivery of a
+// batch: the sender releases it, and what is not acknowledged yet goes to the
+// dead-letter store (reason operator). Real sender and emulator, manual clock.
+import { describe, expect, it } from 'vitest';
+import { harness, lines, settle } from './helpers.js';
+
+describe('Sender.release', () => {
+  it('a batch waiting for its parked Data Source: released, all its lines are dead-lettered (operator, last answer 400), the delivery ends done', async () => {
+    const h = await harness({ dataDir: null });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]); // every line: request-level
+    const batch = await h.batch('ds', lines('r', 64), 7);
+    const done = h.sender.deliver(batch);
+    await settle(() => h.parks.length === 1, 'park');
+    await settle(() => h.clock.waiting > 0, 'waiting while parked');
+    const held = h.sender.held();
+    expect(held.map((b) => ({ id: b.root.id, parked: b.parked, status: b.history.lastStatus }))).toEqual([{ id: 7, parked: true, status: 400 }]);
+    const sentBefore = h.sent.length;
+
+    const release = h.sender.release(7)!;
+    expect(await release.wait()).toBe(64);
+    expect(await done).toBe('done');
+    expect(h.sent.length).toBe(sentBefore); // nothing more was sent
+    expect(h.deadLetters.flatMap((d) => d.lines)).toHaveLength(64);
+    expect(new Set(h.deadLetters.map((d) => `${d.reason}:${d.status}`))).toEqual(new Set(['operator:400']));
+    expect(h.sender.held()).toEqual([]);
+    expect(h.sender.history(7)).toBeNull();
+    // The release proved nothing about the name: the Data Source stays parked.
+    expect(h.sender.parkedDataSources().get('ds')).toBe('bad_request');
+  });
+
+  it('a batch mid-bisection: the acknowledged half stays acknowledged; only the unresolved pieces and the isolated bad line are dead-lettered', async () => {
+    const h = await harness({ dataDir: null });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
+    const ls = lines('g', 16);
+    ls[12] = JSON.stringify({ k: 'BAD' });
+    const batch = await h.batch('ds', ls, 3);
+    // The budget parks while the batch is being bisected: the token is rejected from the 3rd request on
+    // (whole batch: 400; left half: stored; right half: 401).
+    h.beforePost = (n) => {
+      if (n === 2) h.token.value = 'revoked';
+    };
+    const done = h.sender.deliver(batch);
+    await settle(() => h.parks.some((p) => p.reason === 'token_rejected'), 'budget parked');
+    await settle(() => h.clock.waiting > 0, 'waiting while parked');
+    const acked = h.emu.stats().rows.ds ?? 0;
+    expect(acked).toBe(8);
+    expect(await h.sender.release(3)!.wait()).toBe(16 - acked);
+    expect(await done).toBe('done');
+    const moved = h.deadLetters.flatMap((d) => d.lines);
+    expect(moved).toHaveLength(16 - acked);
+    expect(moved).toContain(ls[12]);
+    expect(h.emu.stats().rows.ds).toBe(acked);
+  });
+
+  it('an unknown batch is not released; a release the sender stops before ends aborted', async () => {
+    const h = await harness({ dataDir: null });
+    expect(h.sender.release(42)).toBeNull();
+    h.token.value = 'revoked';
+    const done = h.sender.deliver(await h.batch('ds', lines('a', 4), 9));
+    await settle(() => h.clock.waiting > 0, 'waiting while parked');
+    h.sender.stop();
+    expect(await done).toBe('aborted');
+    expect(h.sender.release(9)).toBeNull();
+    expect(h.deadLetters).toEqual([]);
+  });
+});
