@@ -417,7 +417,12 @@ export class Agent {
       onQueueChange: () => this.updateQueueMetrics(),
       pathOf: (k) => this.pathOf(k),
     });
-    this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
+    this.control = await ControlServer.listen(this.config.state_dir, async (req) => {
+      if (req.op !== 'dead_letters_changed') return ops.handle(req);
+      const bytes = await this.deadLetters.recount();
+      this.deps.log.info({ event: 'dead_letters_recounted', bytes, max_bytes: this.config.dead_letter.max_bytes }, 'a dead-letter replay or purge changed the store; counted it again');
+      return { ok: true, dead_letter_bytes: bytes };
+    });
   }
 
   private createSender(): Sender {

@@ -18,7 +18,8 @@ export function controlSocketPath(stateDir: string): string {
   return path.join(stateDir, CONTROL_SOCKET);
 }
 
-export type ControlRequest = { op: 'queue_list'; datasource?: string } | { op: 'queue_dead_letter'; ids: number[]; datasource?: string };
+/** `dead_letters_changed`: a replay or purge removed records; the agent counts its dead-letter store again. */
+export type ControlRequest = { op: 'queue_list'; datasource?: string } | { op: 'queue_dead_letter'; ids: number[]; datasource?: string } | { op: 'dead_letters_changed' };
 
 /** One batch of `spoolship queue list --json`. */
 export interface QueueRow {
@@ -42,4 +43,4 @@ export interface MoveSummary {
 }
 
 /** `code`: the command's exit code for a refusal (1: unknown ID, does not fit, agent stopping). */
-export type ControlAnswer = { ok: true; rows: QueueRow[] } | ({ ok: true } & MoveSummary) | { ok: false; code: number; error: string };
+export type ControlAnswer = { ok: true; rows: QueueRow[] } | ({ ok: true } & MoveSummary) | { ok: true; dead_letter_bytes: number } | { ok: false; code: number; error: string };

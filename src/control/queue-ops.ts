@@ -52,7 +52,7 @@ export class QueueOps {
 
   constructor(private readonly d: QueueOpsDeps) {}
 
-  handle(req: ControlRequest): Promise<ControlAnswer> {
+  handle(req: Exclude<ControlRequest, { op: 'dead_letters_changed' }>): Promise<ControlAnswer> {
     const run = this.chain.then(() => (req.op === 'queue_list' ? this.list(req.datasource) : this.move(req.ids, req.datasource)));
     this.chain = run.catch(() => undefined);
     return run;

@@ -15,6 +15,7 @@
 // lines (no `v`, no CRC) are read as they are.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import zlib from 'node:zlib';
 import type { DeadLetterReason, DeadLetterRecord } from './store.js';
 
@@ -69,21 +70,41 @@ export async function listDeadLetterFiles(dir: string, datasource?: string): Pro
 
 export function parseEntries(text: string): Entry[] {
   const out: Entry[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const rec = parseRecord(line);
-    if (rec) {
-      out.push({ raw: line, rec });
-      continue;
-    }
-    const glued = line.lastIndexOf(RECORD_START);
-    const tail = glued > 0 ? parseRecord(line.slice(glued)) : null;
-    if (tail) {
-      out.push({ raw: line.slice(0, glued), rec: null });
-      out.push({ raw: line.slice(glued), rec: tail });
-    } else out.push({ raw: line, rec: null });
-  }
+  for (const line of text.split('\n')) out.push(...parseLine(line));
   return out;
+}
+
+/** The entries of one line of a file: none (blank), one, or two (a torn fragment with a record glued to it). */
+function parseLine(line: string): Entry[] {
+  if (line.trim() === '') return [];
+  const rec = parseRecord(line);
+  if (rec) return [{ raw: line, rec }];
+  const glued = line.lastIndexOf(RECORD_START);
+  const tail = glued > 0 ? parseRecord(line.slice(glued)) : null;
+  if (tail) return [{ raw: line.slice(0, glued), rec: null }, { raw: line.slice(glued), rec: tail }];
+  return [{ raw: line, rec: null }];
+}
+
+/**
+ * The entries of a file one line at a time (replay and purge never hold a
+ * whole file: a dead-letter file may reach dead_letter.max_bytes). Nothing
+ * when the file does not exist.
+ */
+export async function* streamEntries(file: string): AsyncGenerator<Entry> {
+  let fh;
+  try {
+    fh = await fsp.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const lines = readline.createInterface({ input: fh.createReadStream({ encoding: 'utf8' }), crlfDelay: Infinity });
+  try {
+    for await (const line of lines) yield* parseLine(line);
+  } finally {
+    lines.close();
+    await fh.close().catch(() => undefined);
+  }
 }
 
 const CRC_KEY = ',"crc32":"';

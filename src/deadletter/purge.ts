@@ -6,8 +6,8 @@
 import { promises as fsp } from 'node:fs';
 import { FatalIoError } from '../errors.js';
 import { fsyncDir } from '../util/fsx.js';
-import { listDeadLetterFiles, liveFile, matches, parseEntries, replayingFile, type Filter } from './files.js';
-import { acquireReplayLock, appendDurably, takeLiveFile } from './replay.js';
+import { listDeadLetterFiles, liveFile, matches, replayingFile, streamEntries, type Filter } from './files.js';
+import { acquireReplayLock, appendDurably, exists, takeLiveFile } from './replay.js';
 
 export interface PurgeSummary {
   removed: number;
@@ -17,8 +17,7 @@ export interface PurgeSummary {
 export async function countSelected(dir: string, filter: Filter): Promise<number> {
   let n = 0;
   for (const f of await listDeadLetterFiles(dir, filter.datasource)) {
-    const text = await fsp.readFile(f.path, 'utf8').catch(() => '');
-    for (const e of parseEntries(text)) if (e.rec && matches(e.rec, filter)) n++;
+    for await (const e of streamEntries(f.path)) if (e.rec && matches(e.rec, filter)) n++;
   }
   return n;
 }
@@ -39,27 +38,34 @@ export async function purgeDeadLetters(dir: string, filter: Filter): Promise<Pur
   }
 }
 
+/** The lines that stay are put back a window at a time (a file is never read whole). */
+const PURGE_WINDOW_BYTES = 8 * 1024 * 1024;
+
 async function purgeTaken(dir: string, ds: string, filter: Filter, sum: PurgeSummary): Promise<void> {
   const taken = replayingFile(dir, ds);
-  let text: string;
-  try {
-    text = await fsp.readFile(taken, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  const keep: string[] = [];
-  for (const e of parseEntries(text)) {
+  if (!(await exists(taken))) return;
+  let keep: string[] = [];
+  let bytes = 0;
+  const flush = async () => {
+    try {
+      await appendDurably(dir, liveFile(dir, ds), keep);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(dir, ds)} (${code}); they are safe in ${taken}: fix the cause and run purge again`, err);
+    }
+    keep = [];
+    bytes = 0;
+  };
+  for await (const e of streamEntries(taken)) {
     // Unreadable lines are kept: they cannot be shown to match.
     if (e.rec && matches(e.rec, filter)) sum.removed++;
-    else keep.push(e.raw);
+    else {
+      keep.push(e.raw);
+      bytes += e.raw.length;
+      if (bytes >= PURGE_WINDOW_BYTES) await flush();
+    }
   }
-  try {
-    await appendDurably(dir, liveFile(dir, ds), keep);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(dir, ds)} (${code}); they are safe in ${taken}: fix the cause and run purge again`, err);
-  }
+  await flush();
   await fsp.rm(taken);
   await fsyncDir(dir);
 }

@@ -24,7 +24,9 @@ import type { Config } from '../config/types.js';
 import { TokenSource } from '../agent/token.js';
 import { EventsClient } from '../sender/http-client.js';
 import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
-import { createLocalLimiter, type RateLimiter } from '../sender/limiter.js';
+import type { RateLimiter } from '../sender/limiter.js';
+import { createLimiter } from '../sender/limiter-factory.js';
+import { createLogger, type Logger } from '../log.js';
 import { Sender, type RootBatch } from '../sender/sender.js';
 import { systemClock } from '../util/clock.js';
 import type { DeadLetterReason } from './store.js';
@@ -45,6 +47,8 @@ export interface ReplaySenderEvents {
   /** A retry streak started (once per reason until an answer is final). */
   onRetry?(reason: string, ds: string): void;
   onStop?(reason: StopReason, scope: string): void;
+  /** Where the shared budget's warnings go (a fallback to the local limit); stderr when absent. */
+  log?: Logger;
 }
 
 /** Request-level splits one batch may take before the Data Source itself counts as bad. */
@@ -53,7 +57,14 @@ export const REQUEST_LEVEL_BUDGET = 32;
 export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
   const token = await TokenSource.create(config.api.token, config.api.token_file);
   const client = new EventsClient(clientOptionsFrom(config, config.api.base_url, () => token.get()));
-  const limiter = createLocalLimiter(config.limits.requests_per_second);
+  // The same budget as `run` (with limits.redis_url: the fleet's shared one), so a replay never adds to a 429 storm.
+  const limiter = await createLimiter({
+    limits: config.limits,
+    baseUrl: config.api.base_url,
+    token: token.get(),
+    log: events.log ?? createLogger({ level: 'warn', format: config.log.format }, process.stderr),
+    onFallback: () => undefined,
+  });
   return new ReplaySender(config, client, limiter, events);
 }
 

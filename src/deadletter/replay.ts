@@ -7,21 +7,24 @@
 //
 //   1. rename `<ds>.ndjson` -> `<ds>.ndjson.replaying`, fsync the directory.
 //      From here the agent's new dead letters go to a fresh `<ds>.ndjson`.
-//   2. read the taken file, send the selected lines (in batches of up to
-//      batch.max_bytes, max_in_flight at once, the Sender's own retries and
-//      400 bisection).
-//   3. append every record that stays (not selected, rejected again, not
-//      sent, unreadable) to `<ds>.ndjson` and fsync it and the directory.
+//   2. stream the taken file in windows (max_in_flight x batch.max_bytes of
+//      lines; a file is never read whole): send the window's selected lines
+//      (in batches of up to batch.max_bytes, max_in_flight at once, the
+//      Sender's own retries and 400 bisection), then
+//   3. append every record of the window that stays (not selected, rejected
+//      again, not sent, unreadable) to `<ds>.ndjson` and fsync it and the
+//      directory; next window.
 //   4. unlink `<ds>.ndjson.replaying`, fsync the directory.
 //
-// Crash safety: before 3 completes every record is in the taken file; after
-// 3 every record that stays is in `<ds>.ndjson`. The taken file goes only
-// after that (4). So a record is never lost. A crash between 1 and 4 leaves
-// the taken file behind: `list` shows it and the next replay processes it
-// first (then takes the live file). The costs are duplicates, never gaps:
-// lines acknowledged before the crash are sent again by the next replay, and
-// a crash between 3 and 4 leaves the kept records in both files. A torn
-// append (crash inside 3) is read back tolerantly (files.ts).
+// Crash safety: until 4 every record is in the taken file; after each 3
+// every record of the windows so far that stays is in `<ds>.ndjson`. The
+// taken file goes only after the last window (4). So a record is never
+// lost. A crash between 1 and 4 leaves the taken file behind: `list` shows it
+// and the next replay processes it first (then takes the live file). The
+// costs are duplicates, never gaps: lines acknowledged before the crash are
+// sent again by the next replay, and records kept by the windows before the
+// crash are in both files. A torn append (crash inside 3) is read back
+// tolerantly (files.ts).
 //
 // One replay per state_dir at a time: `dead-letter/spoolship.lock` (the
 // state lock module; a dead holder's lock is taken over).
@@ -29,7 +32,7 @@ import { promises as fsp } from 'node:fs';
 import { FatalIoError, StateLockedError, UsageError } from '../errors.js';
 import { acquireLock } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
-import { encodeRecord, listDeadLetterFiles, liveFile, matches, parseEntries, readEntries, replayingFile, specRecord, type Entry, type Filter } from './files.js';
+import { encodeRecord, listDeadLetterFiles, liveFile, matches, replayingFile, specRecord, streamEntries, type Entry, type Filter } from './files.js';
 import type { LineResult, LineSender, StopReason } from './replay-sender.js';
 import { recordLineBytes, type DeadLetterRecord } from './store.js';
 
@@ -75,7 +78,7 @@ export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary
     sum.stopped = o.sender.stopReason;
     for (const ds of names) {
       for (const file of [replayingFile(o.dir, ds), liveFile(o.dir, ds)]) {
-        for (const e of await readEntries(file)) if (e.rec && matches(e.rec, o.filter)) sum.remaining++;
+        for await (const e of streamEntries(file)) if (e.rec && matches(e.rec, o.filter)) sum.remaining++;
       }
     }
     return sum;
@@ -97,8 +100,14 @@ export async function acquireReplayLock(dir: string): Promise<{ release(): Promi
 
 /** Step 1: take the live file away, unless it has nothing to replay. */
 export async function takeLiveFile(dir: string, ds: string, filter: Filter): Promise<boolean> {
-  const entries = await readEntries(liveFile(dir, ds));
-  if (!entries.some((e) => e.rec && matches(e.rec, filter))) return false;
+  let any = false;
+  for await (const e of streamEntries(liveFile(dir, ds))) {
+    if (e.rec && matches(e.rec, filter)) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return false;
   await fsp.rename(liveFile(dir, ds), replayingFile(dir, ds));
   await fsyncDir(dir);
   return true;
@@ -107,31 +116,47 @@ export async function takeLiveFile(dir: string, ds: string, filter: Filter): Pro
 /** Steps 2-4 for `<ds>.ndjson.replaying`, if it exists. */
 async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary): Promise<void> {
   const taken = replayingFile(o.dir, ds);
-  let entries: Entry[];
-  try {
-    entries = parseEntries(await fsp.readFile(taken, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
+  if (!(await exists(taken))) return;
+  const windowBytes = o.maxBatchBytes * Math.max(1, o.concurrency);
+  let window: Entry[] = [];
+  let bytes = 0;
+  const flush = async () => {
+    const selected: number[] = [];
+    for (let i = 0; i < window.length; i++) {
+      const rec = window[i]!.rec;
+      if (!rec || !matches(rec, o.filter)) continue;
+      sum.selected++;
+      const line = recordLineBytes(rec);
+      if (line.length !== rec.bytes || line.length === 0) sum.skipped_truncated++;
+      else selected.push(i);
+    }
+    const keep = survivors(window, await sendAll(ds, window, selected, o), sum, o.now);
+    try {
+      await appendDurably(o.dir, liveFile(o.dir, ds), keep);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(o.dir, ds)} (${code}); they are safe in ${taken}: fix the cause (disk space?) and run replay again`, err);
+    }
+    window = [];
+    bytes = 0;
+  };
+  for await (const e of streamEntries(taken)) {
+    window.push(e);
+    bytes += e.raw.length;
+    if (bytes >= windowBytes) await flush();
   }
-  const selected: number[] = [];
-  for (let i = 0; i < entries.length; i++) {
-    const rec = entries[i]!.rec;
-    if (!rec || !matches(rec, o.filter)) continue;
-    sum.selected++;
-    const line = recordLineBytes(rec);
-    if (line.length !== rec.bytes || line.length === 0) sum.skipped_truncated++;
-    else selected.push(i);
-  }
-  const keep = survivors(entries, await sendAll(ds, entries, selected, o), sum, o.now);
-  try {
-    await appendDurably(o.dir, liveFile(o.dir, ds), keep);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(o.dir, ds)} (${code}); they are safe in ${taken}: fix the cause (disk space?) and run replay again`, err);
-  }
+  await flush();
   await fsp.rm(taken);
   await fsyncDir(o.dir);
+}
+
+export async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.access(file);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The lines that stay, in file order: unselected and unsent ones as they were, rejected ones with the new answer. */

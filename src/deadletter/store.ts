@@ -71,6 +71,7 @@ interface Pending {
 
 export class DeadLetterStore {
   private totalBytes = 0;
+  private addedSinceRecount = 0;
   private pending: Pending[] = [];
   private draining: Promise<void> | null = null;
 
@@ -83,10 +84,31 @@ export class DeadLetterStore {
 
   async open(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
-    this.totalBytes = 0;
+    this.totalBytes = await this.bytesOnDisk();
+  }
+
+  /**
+   * Count the store again from its files: a `dead-letter replay` or `purge`
+   * removed records (it tells the running agent through the control
+   * channel), so a store that was full takes dead letters again. Records
+   * added meanwhile are counted as well (perhaps twice, until the next
+   * recount: never too few). Returns the bytes now counted.
+   */
+  async recount(): Promise<number> {
+    this.addedSinceRecount = 0;
+    await this.flush();
+    const onDisk = await this.bytesOnDisk();
+    this.totalBytes = onDisk + this.addedSinceRecount;
+    return this.totalBytes;
+  }
+
+  /** Live files and files a replay took away (their records are still stored). */
+  private async bytesOnDisk(): Promise<number> {
+    let n = 0;
     for (const name of await fsp.readdir(this.dir)) {
-      if (name.endsWith('.ndjson')) this.totalBytes += (await fsp.stat(path.join(this.dir, name))).size;
+      if (name.endsWith('.ndjson') || name.endsWith('.ndjson.replaying')) n += (await fsp.stat(path.join(this.dir, name)).catch(() => ({ size: 0 }))).size;
     }
+    return n;
   }
 
   get bytes(): number {
@@ -111,6 +133,7 @@ export class DeadLetterStore {
       return Promise.resolve('dropped');
     }
     this.totalBytes += size;
+    this.addedSinceRecount += size;
     return new Promise((resolve, reject) => {
       this.pending.push({ ds: input.datasource, text, resolve, reject });
       this.kick();

@@ -2,6 +2,7 @@
 // inspect the dead-letter store, and resend its lines once the cause is fixed
 // (the replay sequence and its crash safety: src/deadletter/replay.ts).
 import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
+import { askControl } from '../../control/client.js';
 import type { Config } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter } from '../../deadletter/files.js';
@@ -135,7 +136,14 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
       now: () => new Date(),
     });
     io.stdout.write(json ? `${JSON.stringify(summary)}\n` : renderSummary(summary));
-    return summary.acknowledged === summary.selected && summary.stopped === null ? EXIT_OK : EXIT_FAILURE;
+    if (summary.acknowledged > 0) await tellAgent(config, io);
+    if (summary.skipped_truncated > 0) {
+      say(
+        `${summary.skipped_truncated} record(s) can never be replayed: line_too_long records keep only the first spool.max_line_bytes bytes of the line (their file and offset say where the whole line was); they are kept. Send the whole lines with 'spoolship send' if the spool still has them, and remove the records with 'spoolship dead-letter purge --reason line_too_long'`,
+      );
+    }
+    // Records that can never be replayed do not make every replay fail: they are reported above.
+    return summary.acknowledged === summary.selected - summary.skipped_truncated && summary.stopped === null ? EXIT_OK : EXIT_FAILURE;
   } finally {
     process.off('SIGINT', onInterrupt);
     await sender.close();
@@ -157,7 +165,21 @@ async function purge(config: Readonly<Config>, filter: Filter, json: boolean, ye
   }
   const summary = await purgeDeadLetters(dir, filter);
   io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `removed ${summary.removed} dead letter(s)${describeFilter(filter)}\n`);
+  if (summary.removed > 0) await tellAgent(config, io);
   return EXIT_OK;
+}
+
+/**
+ * A running agent counts the dead-letter store's bytes against
+ * dead_letter.max_bytes: tell it records were removed, so a store that was
+ * full takes dead letters again at once. No agent running: nothing to tell.
+ */
+async function tellAgent(config: Readonly<Config>, io: CliIo): Promise<void> {
+  try {
+    await askControl(config.state_dir, { op: 'dead_letters_changed' }, 10_000);
+  } catch (err) {
+    io.stderr.write(`spoolship dead-letter: warning: the running agent was not told that records were removed (${(err as Error).message}); it counts the store again when it restarts\n`);
+  }
 }
 
 function describeFilter(f: Filter): string {
