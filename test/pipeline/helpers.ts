@@ -6,6 +6,7 @@ import { appendFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import type { Clock } from '../../src/util/clock.js';
 import { afterEach, expect } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
 import { resolveConfig } from '../../src/config/index.js';
@@ -59,10 +60,11 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),
+    clock: opts.clock,
     rescanMs: opts.rescanMs ?? 50,
     onFatal: (err) => {
       fatal = err;
