@@ -1,7 +1,7 @@
 // The daemon: wires discovery -> tailer -> batcher -> pipeline (intent +
 // compression) -> sender -> acker, plus the admin server.
 //
-// Stop sequence (DESIGN invariant 6, SIGTERM/SIGINT): stop discovery and
+// Stop sequence (docs/guarantees.md rule 6, SIGTERM/SIGINT): stop discovery and
 // reading, close open batches, wait for in-flight answers up to
 // shutdown_timeout_ms, then stop the sender (waiting batches keep their
 // journal intents and are re-formed at the next start), write the

@@ -173,11 +173,6 @@ export class Batcher {
     for (const b of [...this.open.values()]) this.close(b);
   }
 
-  hasOpenData(): boolean {
-    for (const b of this.open.values()) if (b.len > 0) return true;
-    return false;
-  }
-
   private batchFor(ds: string): OpenBatch {
     let b = this.open.get(ds);
     if (!b) {

@@ -1,4 +1,4 @@
-// Grammar of the weight flags (SPEC 5). Syntax errors are usage errors
+// Grammar of the weight flags (docs/clusters.md). Syntax errors are usage errors
 // (exit 2) naming the offending text; whether roles and replicas exist is
 // checked later against the cluster (validate.ts).
 //

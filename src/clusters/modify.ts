@@ -1,4 +1,4 @@
-// The read-modify-write of a modifying verb (SPEC 5):
+// The read-modify-write of a modifying verb (docs/clusters.md):
 //   read listing + configuration -> plan -> validate (exit 2) -> preconditions
 //   (exit 1) -> show plan -> --dry-run / confirm -> send with old_weights
 //   -> on 409: re-read, re-apply the same intent once -> --wait -> output.

@@ -35,7 +35,7 @@ export interface Plan {
 /** Key under which validation sees the added replica (the service names it). */
 export const NEW_REPLICA_KEY = '(new)';
 
-/** Current weights: the listing's, unless the configuration endpoint ever returns some (SPEC 5). */
+/** Current weights: the listing's, unless the configuration endpoint ever returns some (docs/clusters.md). */
 export function currentWeights(cluster: Cluster, config: ClusterConfiguration): Weights {
   return cloneWeights(config.cluster_weights?.[cluster.cluster_id] ?? cluster.cluster_weights);
 }

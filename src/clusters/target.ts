@@ -1,5 +1,5 @@
-// Where the organization, the admin token and the API host come from (SPEC
-// 5 and 2): org from --org or clusters.org; token from --token,
+// Where the organization, the admin token and the API host come from
+// (docs/clusters.md, docs/configuration.md): org from --org or clusters.org; token from --token,
 // SPOOLSHIP_ADMIN_TOKEN or clusters.token; base URL from --base-url or
 // api.base_url. The config file is read only when a flag is missing or -c
 // names one, so flags alone work with no config file at all. This is the

@@ -46,7 +46,7 @@ export interface ClusterConfiguration {
   cloud_regions: Record<string, string[]>;
   available_sizes: Record<string, ReplicaSize[]>;
   available_roles: string[];
-  /** Not documented; used as the current weights if the service ever returns it (SPEC 5). */
+  /** Not documented; used as the current weights if the service ever returns it (docs/clusters.md). */
   cluster_weights?: Record<string, Weights>;
 }
 
@@ -89,7 +89,7 @@ export interface ConflictBody {
   current_weights: Weights;
 }
 
-/** Roles whose weights of all replicas sum to 100 (SPEC 5, from the doc's examples). */
+/** Roles whose weights of all replicas sum to 100 (docs/clusters.md, from the doc's examples). */
 export const PERCENT_ROLES = ['writer', 'reader'] as const;
 /** Role whose weight is 1 per replica. */
 export const COPYJOB_ROLE = 'copyjob';

@@ -1,4 +1,4 @@
-// Local checks of a planned change (SPEC 5), run before anything is sent.
+// Local checks of a planned change (docs/clusters.md), run before anything is sent.
 // They return every problem at once, so the operator fixes them in one go;
 // the caller turns a non-empty list into a usage error (exit 2).
 import { COPYJOB_ROLE, PERCENT_TOTAL, type ReplicaSize, type Weights } from './types.js';

@@ -1,9 +1,9 @@
-// Pure weight arithmetic of SPEC section 5. Every function returns new
+// Pure weight arithmetic of docs/clusters.md. Every function returns new
 // objects and integer weights. Rounding is largest remainder computed on
 // integers (no floating point), with ties broken by replica name, so the
 // same input always gives the same plan on every machine.
 //
-// Where SPEC is silent (documented in docs/clusters.md):
+// Where the contract is silent (documented in docs/clusters.md):
 // - `writer` and `reader` always land on exactly 100, so a cluster whose
 //   weights were forced off 100 is normalized instead of refused;
 // - a share that has nobody to go to proportionally (all others weigh 0, or
@@ -81,7 +81,7 @@ export function applyRemove(current: Readonly<Weights>, removed: string, remaini
   return next;
 }
 
-/** Default weights of an added replica among `existingCount` others (SPEC 5). */
+/** Default weights of an added replica among `existingCount` others (docs/clusters.md). */
 export function defaultNewReplica(existingCount: number): Record<string, number> {
   return { writer: 0, reader: Math.round(PERCENT_TOTAL / (existingCount + 1)), [COPYJOB_ROLE]: 1 };
 }

@@ -1,4 +1,4 @@
-// The defaults of SPEC section 2, in effective form (bytes, milliseconds).
+// The defaults of docs/configuration.md, in effective form (bytes, milliseconds).
 // `api.token` and `clusters.token` default to SPOOLSHIP_TOKEN and
 // SPOOLSHIP_ADMIN_TOKEN (see env-defaults.ts); null here.
 import type { Config } from './types.js';
@@ -57,7 +57,7 @@ export const DEFAULTS: Config = {
   log: { level: 'info', format: 'auto' },
 };
 
-/** The last place the lookup tries (SPEC section 2). */
+/** The last place the lookup tries (docs/configuration.md). */
 export const SYSTEM_CONFIG_FILE = '/etc/spoolship/spoolship.yaml';
 /** Relative to the working directory. */
 export const CWD_CONFIG_FILE = 'config/spoolship.yaml';

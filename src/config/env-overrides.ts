@@ -1,4 +1,4 @@
-// SPOOLSHIP_* environment variables (SPEC section 2). Every key has one:
+// SPOOLSHIP_* environment variables (docs/configuration.md). Every key has one:
 // `SPOOLSHIP_` + its path in upper case, `__` between levels
 // (`batch.linger_ms` -> SPOOLSHIP_BATCH__LINGER_MS). Values are read as YAML
 // (`250`, `true`, `null`, `[a, b]`) and win over the file. Three names are

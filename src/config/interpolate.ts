@@ -1,4 +1,4 @@
-// `${VAR}`, `${VAR:-default}` and `$$` in string values (SPEC section 2).
+// `${VAR}`, `${VAR:-default}` and `$$` in string values (docs/configuration.md).
 // Runs on parsed scalars, never on the file text, so comments and keys are
 // never interpolated and a value cannot inject YAML structure around itself.
 // `${VAR:-default}` takes the default when VAR is unset or empty (as in sh);

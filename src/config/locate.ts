@@ -1,4 +1,4 @@
-// Which file to read (SPEC section 2): `-c FILE`, else SPOOLSHIP_CONFIG, else
+// Which file to read (docs/configuration.md): `-c FILE`, else SPOOLSHIP_CONFIG, else
 // ./config/spoolship.yaml, else /etc/spoolship/spoolship.yaml. A file named
 // explicitly (-c or SPOOLSHIP_CONFIG) must exist: silently falling back to
 // defaults would run a different agent than the operator asked for.

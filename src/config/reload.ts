@@ -1,4 +1,4 @@
-// SIGHUP (SPEC section 2): everything may change except state_dir (the lock
+// SIGHUP (docs/configuration.md): everything may change except state_dir (the lock
 // and the checkpoints live there) and admin.listen (the socket is bound once);
 // those keep their old value until a restart, with a warning.
 import { isDeepStrictEqual } from 'node:util';

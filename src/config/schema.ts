@@ -1,4 +1,4 @@
-// The one config schema: every key of SPEC section 2 and the kind of value it
+// The one config schema: every key of docs/configuration.md and the kind of value it
 // takes. Defaults live in defaults.ts; cross-key rules in cross-checks.ts.
 // The order here is the order of the effective config printed by check-config.
 import { baseUrl, excludeGlobs, inFlight, listenAddress, redisUrl, sources } from './checks.js';

@@ -1,4 +1,4 @@
-// The effective configuration: the YAML file of SPEC section 2 after
+// The effective configuration: the YAML file of docs/configuration.md after
 // interpolation, env overrides, defaults and validation. Keys keep the YAML
 // spelling so that a key in a log line, an error and the file are the same
 // word. Sizes are resolved to bytes, durations are milliseconds. The object

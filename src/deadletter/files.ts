@@ -144,7 +144,7 @@ export function matches(rec: DeadLetterRecord, f: Filter): boolean {
   return (f.datasource === undefined || rec.datasource === f.datasource) && (f.reason === undefined || rec.reason === f.reason);
 }
 
-/** Exactly SPEC's fields, in SPEC's order (a record written by a newer version may carry more). */
+/** Exactly the documented fields (README "Dead letters"), in that order (a record written by a newer version may carry more). */
 export function specRecord(r: DeadLetterRecord): DeadLetterRecord {
   const out: DeadLetterRecord = {
     datasource: r.datasource,

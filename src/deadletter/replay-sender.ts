@@ -11,7 +11,7 @@
 // Each batch gets its own Sender (sharing the client, codec and limiter), so
 // a Data Source park of one batch never holds the others. The Sender calls a
 // 400 on both halves of a first split "request-level" and parks the Data
-// Source (SPEC section 4); in a dead-letter file that is often just two bad
+// Source (README "How each server answer is handled"); in a dead-letter file that is often just two bad
 // lines in both halves. So replay stops that batch and resends its
 // unanswered lines as two smaller batches, down to single lines (which the
 // Sender answers line by line). After REQUEST_LEVEL_BUDGET such splits for

@@ -1,7 +1,7 @@
 // Dead-letter store: lines that can never be delivered as they are, with why.
 //
 // On-disk layout: `<state_dir>/dead-letter/<datasource>.ndjson`, one JSON
-// record per line (SPEC section 3): datasource, reason, file, offset, bytes,
+// record per line (README "Delivery guarantee"): datasource, reason, file, offset, bytes,
 // at, status, and `line` (UTF-8) or `line_base64` (not valid UTF-8).
 //
 // Invariant: `add` resolves only once the record is fsync'd, because the
@@ -194,22 +194,4 @@ export class DeadLetterStore {
       }
     }
   }
-}
-
-/** Read every record of one Data Source file (CLI use; dead-letter files stay small by design). */
-export async function readDeadLetters(dir: string, ds?: string): Promise<DeadLetterRecord[]> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch {
-    return [];
-  }
-  const out: DeadLetterRecord[] = [];
-  for (const name of names.sort()) {
-    if (!name.endsWith('.ndjson')) continue;
-    if (ds && name !== `${ds}.ndjson`) continue;
-    const text = await fsp.readFile(path.join(dir, name), 'utf8');
-    for (const line of text.split('\n')) if (line.trim()) out.push(JSON.parse(line) as DeadLetterRecord);
-  }
-  return out;
 }

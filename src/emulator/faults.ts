@@ -1,4 +1,4 @@
-// The faults grammar (SPEC section 6, `--faults`), validated strictly: an
+// The faults grammar (docs/emulator.md, `--faults`), validated strictly: an
 // unknown kind or field is an error naming the entry, because a typo such as
 // `"evry": 3` would otherwise silently inject the fault on every request.
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Seams of the emulator (SPEC section 6). The HTTP layer (server.ts) turns
+// Seams of the emulator (docs/emulator.md). The HTTP layer (server.ts) turns
 // HTTP/1.1 and HTTP/2 requests into EmuRequest values and hands them to the
 // Events API and cluster API handlers, which answer with EmuResponse values.
 

@@ -1,4 +1,4 @@
-// Every metric of SPEC section 7, with its fixed name and labels, in one
+// Every metric of README "Metrics and health", with its fixed name and labels, in one
 // registry that is passed to each stage. Updated per batch or state change,
 // never per line.
 import client from 'prom-client';

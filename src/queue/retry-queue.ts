@@ -12,7 +12,7 @@
 //
 // Invariants:
 // - `append` resolves only after the record is fsync'd: the caller then lets
-//   the source files' committed offsets pass the batch (DESIGN invariant 1).
+//   the source files' committed offsets pass the batch (docs/guarantees.md rule 1).
 // - Records are read back lazily, one at a time; only an index of offsets is
 //   kept in memory, never the bodies.
 // - A torn tail (crash mid-write) is truncated at open; a damaged record

@@ -9,8 +9,8 @@
 // so clock skew between hosts does not matter. The key expires when unused;
 // an empty Redis (restarted, failed over) just means "the next slot is now".
 //
-// Why not bottleneck's clustering (the first plan, DESIGN "Scale beyond one
-// host"): on Redis 7 it does not recover after a Redis restart (it matches
+// Why not bottleneck's clustering (the first plan for a fleet's budget): on
+// Redis 7 it does not recover after a Redis restart (it matches
 // "SETTINGS_KEY_NOT_FOUND" by exact text, Redis 7 prefixes "ERR "); its key
 // expiry calls PEXPIRE with a fractional TTL when minTime is fractional
 // (10.2 ms), which Redis rejects; disconnecting it on a dead socket leaves

@@ -1,5 +1,5 @@
 // The request budget shared by every agent with the same budget_id through
-// Redis (SPEC section 4), with a local fallback so that losing Redis never
+// Redis (README "How each server answer is handled"), with a local fallback so that losing Redis never
 // stops shipping.
 //
 // States: shared (a RedisBudget is joined) or fallback (the local limiter at

@@ -3,7 +3,7 @@
 // decides; this module carries the decisions out. It is the one retry owner:
 // undici and bottleneck never retry.
 //
-// Invariant (DESIGN 3): a retry sends exactly the same bytes as the first
+// Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
 import { setMaxListeners } from 'node:events';

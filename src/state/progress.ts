@@ -1,7 +1,7 @@
 // In-memory progress of every tracked file: which byte ranges belong to
 // which batch, which are done, and the committed offset.
 //
-// Invariant (DESIGN 1): a file's committed offset only moves forward past
+// Invariant (docs/guarantees.md rule 1): a file's committed offset only moves forward past
 // bytes that are acknowledged, durably queued, or durably dead-lettered. The
 // tailer hands bytes over in file order and every byte is claimed (by a batch,
 // including skipped empty lines, or by a dead letter), so a file's ranges are
@@ -95,14 +95,6 @@ export class Progress {
     fp.entries.splice(0, n);
     return true;
   }
-
-  /** Bytes claimed but not yet committed, per file. */
-  behind(key: string): number {
-    const fp = this.files.get(key);
-    if (!fp || fp.entries.length === 0) return 0;
-    return fp.entries[fp.entries.length - 1]!.end - fp.committed;
-  }
-
 
   /** Register recovered entries (from a checkpoint or journal) under their owners. */
   adoptEntries(entries: RangeEntry[]): void {

@@ -1,5 +1,5 @@
 // The shape of `spoolship status --json`, which is also the body of the
-// agent's `/status` (SPEC section 7). Both sources fill the same shape; what
+// agent's `/status` (README "Metrics and health"). Both sources fill the same shape; what
 // a source cannot know is null, never a guess:
 //
 // | field                         | from the agent (`source: "agent"`)           | from the state dir (`source: "state_dir"`)       |
@@ -15,7 +15,7 @@
 // | last_error, parked, in_flight | live                                         | null                                             |
 //
 // `committed` counts bytes acknowledged, dead-lettered or durably queued
-// (DESIGN invariant 1), so a parked agent's backlog shows as queue, not behind.
+// (docs/guarantees.md rule 1), so a parked agent's backlog shows as queue, not behind.
 //
 // `version` changes only when a field changes meaning or goes away.
 

@@ -1,5 +1,5 @@
 // File-system helpers for crash-safe state: atomic replace with a `.prev`
-// fallback (DESIGN invariant 2) and directory fsync.
+// fallback (docs/guarantees.md rule 2) and directory fsync.
 import { promises as fsp, constants as fsc } from 'node:fs';
 import path from 'node:path';
 import { crashNow, shouldCrash } from './crashpoint.js';

@@ -1,6 +1,6 @@
 // Three agent processes share one organization's budget through a real
 // Redis, against one emulator that enforces 100 requests in any sliding
-// second (SPEC section 4). Each agent alone has a backlog that would take
+// second (README "How each server answer is handled"). Each agent alone has a backlog that would take
 // 100 req/s, so together they offer ~3x the limit.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';

@@ -38,7 +38,7 @@ describe('dead-letter list', () => {
     const good = Array.from({ length: 20 }, (_, i) => JSON.stringify({ n: i }));
     const bad = ['{"n":"BAD-1"}', '{"n":"BAD-2"}'];
     // Both bad lines in one half of the batch: bad lines in both halves of a
-    // first split make the agent park the Data Source (SPEC section 4).
+    // first split make the agent park the Data Source (README "How each server answer is handled").
     await writeLines(path.join(dir, 'spool', 'app', 'a.ndjson'), [...good, ...bad]);
     const dlFile = path.join(dir, 'state', 'dead-letter', 'app.ndjson');
     const { stop } = await startAgent(configFor(dir, emu, { compression: { codec: 'none' } }));
@@ -305,7 +305,7 @@ describe('dead-letter replay', () => {
     const replay = startCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
     // Meanwhile the agent dead-letters NEW lines. Each goes in its own batch
     // with good lines in the other half (bad lines in both halves of a
-    // batch park the Data Source, SPEC section 4).
+    // batch park the Data Source, README "How each server answer is handled").
     const fresh: string[] = [];
     for (let i = 0; i < 10; i++) {
       const line = JSON.stringify({ fresh: i, tag: 'NEW' });

@@ -2,7 +2,7 @@
 // every line written is delivered, and none twice (no fault is injected).
 // Truncate and delete happen once what was written is delivered: lines
 // written between the last read and a copytruncate are gone by definition
-// (SPEC section 3), so the model only truncates a fully shipped file.
+// (README "Delivery guarantee"), so the model only truncates a fully shipped file.
 import { existsSync, statSync } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';

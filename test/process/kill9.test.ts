@@ -1,7 +1,7 @@
 // kill -9 at seeded random moments while lines are written and files rotate,
 // with every request slowed so that requests are in flight at each kill.
 // Afterwards a clean run drains everything: no line is missing, and the
-// duplicates stay within SPEC section 3's bound, computed from what the
+// duplicates stay within README "Delivery guarantee"'s bound, computed from what the
 // emulator saw around each kill: the batches in flight at the kill plus the
 // batches acknowledged in the last 100 ms before it.
 import { appendFileSync, cpSync, mkdirSync, renameSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // SIGTERM under load: the agent drains its in-flight requests, persists its
 // state and exits 0 within shutdown_timeout_ms; the next start resumes with
-// no duplicate and nothing missing (SPEC sections 1 and 3).
+// no duplicate and nothing missing (README "Commands" and "Delivery guarantee").
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';

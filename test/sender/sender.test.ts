@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PROBE_BUDGET } from '../../src/sender/sender.js';
 import { harness, lines, settle } from './helpers.js';
 
-describe('Sender: SPEC section 4 answers against the emulator, timing on a manual clock', () => {
+describe('Sender: README "How each server answer is handled" answers against the emulator, timing on a manual clock', () => {
   it('429: waits Retry-After, pauses the whole budget (every Data Source), resends the same bytes', async () => {
     const h = await harness();
     h.emu.failNext(1, { kind: 'status', status: 429, retry_after: 7 });

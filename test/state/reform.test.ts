@@ -1,4 +1,4 @@
-// SPEC section 3: after a crash, batches in flight are re-formed from the
+// README "Delivery guarantee": after a crash, batches in flight are re-formed from the
 // same file ranges, byte-identical, so the platform's dedup applies.
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';

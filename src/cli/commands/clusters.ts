@@ -1,5 +1,5 @@
 // `spoolship clusters list|config|rebalance|add-replica|remove-replica`
-// (SPEC section 5). This module parses flags and wires the pieces of
+// (docs/clusters.md). This module parses flags and wires the pieces of
 // src/clusters together; the weight math, validation, rendering and the
 // read-modify-write live there.
 import { setTimeout as sleep } from 'node:timers/promises';

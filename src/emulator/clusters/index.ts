@@ -1,4 +1,4 @@
-// The emulator's cluster-management API (SPEC section 6, service-api.md
+// The emulator's cluster-management API (docs/emulator.md, service-api.md
 // "Cluster management"): one seeded organization with an aws and a gcp
 // cluster, Bearer auth with the admin token (`?token=` on the configuration
 // endpoint only), and the five endpoints. The HTTP server hands every request
