@@ -28,7 +28,7 @@ import { startSink } from './lib/sink.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const CASES = { throughput, sweep, many, coldstart, latency };
 const ALL_CASES = Object.keys(CASES);
-/** What the Dockerfile and deploy/systemd/spoolship.service set for the agent (bench/README.md, findings 14 and 20). */
+/** What the Dockerfile and deploy/systemd/spoolship.service used to set for the agent (bench/README.md, findings 14 and 20); --deploy-env. */
 const DEPLOY_ENV = { MALLOC_ARENA_MAX: '1', NODE_OPTIONS: '--max-semi-space-size=1' };
 
 // ---------- flags ----------
@@ -67,16 +67,20 @@ const opt = {
   keep: has('keep'),
   corpusDir: path.resolve(flag('corpus-dir', path.join(root, 'bench/corpus'))),
   out: flag('out', null),
-  // The environment the Docker image and the systemd unit give the agent
-  // (MALLOC_ARENA_MAX and NODE_OPTIONS, findings 14 and 20), unless --no-deploy-env; plus
+  // The agent gets no extra environment: started as the `spoolship` program,
+  // its launcher applies the memory settings itself (src/cli/memory.ts).
+  // --launch node starts `node dist/cli.js run` instead (on Node 20: without
+  // them); --deploy-env adds what the Dockerfile and the unit used to set;
   // experiments: --agent-env UV_THREADPOOL_SIZE=8
+  launch: flag('launch', 'program'),
   agentEnv: {
-    ...(has('no-deploy-env') ? {} : DEPLOY_ENV),
+    ...(has('deploy-env') ? DEPLOY_ENV : {}),
     ...Object.fromEntries(argv.flatMap((v, i) => (v === '--agent-env' ? [argv[i + 1].split(/=(.*)/s).slice(0, 2)] : []))),
   },
   // Experiments only: run another build of the agent (a patched copy of dist/)
   agentDist: flag('agent-dist', null),
 };
+process.env.BENCH_AGENT_LAUNCH = opt.launch;
 opt.sweepSize = parseSize(flag('sweep-size', String(Math.min(opt.size, 200e6))));
 for (const c of opt.cases) if (!ALL_CASES.includes(c)) throw new Error(`--cases: unknown case ${c}; use ${ALL_CASES.join(',')}`);
 if (!existsSync(path.join(root, 'dist/cli.js'))) {
@@ -146,7 +150,7 @@ const md =
   `Build: ${buildDesc}.\n\n` +
   `Command: \`npm run bench -- ${argv.join(' ')}\`. Agent config: codec ${opt.codec}:${opt.level}, batch.max_bytes ${MAX_BYTES}, linger_ms ${LINGER_MS}, wait=true, ` +
   `checkpoints and the disk retry queue on (defaults). ` +
-  `Agent environment: ${Object.keys(opt.agentEnv).length ? JSON.stringify(opt.agentEnv) : 'none added'}${has('no-deploy-env') ? ' (--no-deploy-env)' : ' (as the Dockerfile and the systemd unit set it)'}. ` +
+  `Agent started as ${opt.launch === 'node' ? '`node dist/cli.js run`' : 'the `spoolship` program (dist/cli.js; its launcher applies the memory settings)'}; environment: ${Object.keys(opt.agentEnv).length ? JSON.stringify(opt.agentEnv) : 'none added'}. ` +
   `${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
   `Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
   `MB/s = corpus bytes / wall time from process spawn to the last acknowledgement (includes start-up). CPU = utime + stime of the measured process only.\n\n` +

@@ -11,7 +11,7 @@
 // binding, ioredis (loaded only with a Redis budget) and pino-pretty (only
 // for pretty logs).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -57,4 +57,20 @@ await build({
   banner: { js: "import { createRequire as __spoolshipCreateRequire } from 'node:module';\nconst require = __spoolshipCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 });
-chmodSync(path.join(dist, 'cli.js'), 0o755);
+// Run as a program (`spoolship`, ./dist/cli.js), the file starts under
+// /bin/sh, which execs node with the agent's memory settings, keeping the
+// PID (src/cli/memory.ts); to node the second line is a string and a comment.
+const cliFile = path.join(dist, 'cli.js');
+const cli = readFileSync(cliFile, 'utf8');
+if (!cli.startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js does not start with the node shebang of src/cli.ts');
+const launcher = [
+  '#!/bin/sh',
+  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" SPOOLSHIP_NO_REEXEC=1 exec node $s "$0" "$@"',
+].join('\n');
+writeFileSync(cliFile, `${launcher}\n${cli.slice('#!/usr/bin/env node\n'.length)}`);
+// One line more at the top: the source map's generated lines move down by one.
+const mapFile = `${cliFile}.map`;
+const map = JSON.parse(readFileSync(mapFile, 'utf8'));
+map.mappings = `;${map.mappings}`;
+writeFileSync(mapFile, JSON.stringify(map));
+chmodSync(cliFile, 0o755);

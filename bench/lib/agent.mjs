@@ -68,11 +68,15 @@ export async function startAgent(root, o) {
   const logFd = openSync(path.join(o.workDir, 'agent.log'), 'a');
   const t0 = performance.now();
   const epoch0 = Date.now();
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), path.join(o.dist ? path.resolve(o.dist) : path.join(root, 'dist'), 'cli.js'), 'run', '-c', cfg], {
-    cwd: o.workDir,
-    stdio: ['ignore', logFd, logFd],
-    env: { ...process.env, ...(o.env ?? {}) },
-  });
+  const cli = path.join(o.dist ? path.resolve(o.dist) : path.join(root, 'dist'), 'cli.js');
+  // As users start it: the `spoolship` program (its launcher applies the
+  // memory settings, src/cli/memory.ts), with `node` from this Node's
+  // directory; `--launch node` (or node flags) starts `node dist/cli.js`.
+  const asProgram = (o.launch ?? process.env.BENCH_AGENT_LAUNCH ?? 'program') !== 'node' && !(o.nodeArgs?.length > 0);
+  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...(o.env ?? {}) };
+  const child = asProgram
+    ? spawn(cli, ['run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env })
+    : spawn(process.execPath, [...(o.nodeArgs ?? []), cli, 'run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env });
   closeSync(logFd);
   let exited = null;
   const exitP = new Promise((resolve) => child.once('exit', (code, sig) => resolve((exited = { code, sig }))));

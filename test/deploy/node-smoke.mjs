@@ -7,7 +7,8 @@
 //   node test/deploy/node-smoke.mjs        # after `npm run build`
 //
 // Checks: `spoolship --version`; an emulator and `spoolship run` shipping a
-// few lines; SIGTERM stops both with exit 0. Every wait is bounded.
+// few lines; the agent's memory settings (Node >= 22.15); SIGTERM stops both
+// with exit 0. Every wait is bounded.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -120,6 +121,15 @@ try {
       const stats = await res.json();
       return (stats.rows?.smoke ?? 0) >= LINES;
     }, `${LINES} rows at the emulator`);
+  });
+
+  await check('`node dist/cli.js run` has the memory settings where Node can re-execute in place (process.execve), in the same PID', async () => {
+    assert(agent, 'the agent did not start');
+    if (typeof process.execve !== 'function') return;
+    const cmdline = (await readFile(`/proc/${agent.child.pid}/cmdline`, 'utf8')).split('\0');
+    const environ = (await readFile(`/proc/${agent.child.pid}/environ`, 'utf8')).split('\0');
+    assert(cmdline.includes('--max-semi-space-size=1'), `cmdline ${cmdline.join(' ')}`);
+    assert(environ.includes('MALLOC_ARENA_MAX=1'), 'MALLOC_ARENA_MAX=1 not in the environment');
   });
 
   await check('SIGTERM stops `spoolship run` with exit 0', async () => {

@@ -5,6 +5,7 @@ import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
+import { memorySettingsApplied } from '../memory.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship run [-c FILE]
@@ -50,8 +51,11 @@ class Daemon {
   ) {}
 
 
+  private started: Promise<void> = Promise.resolve();
+
   async start(): Promise<void> {
-    this.agent = await this.startAgent(this.loaded.config);
+    this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
+    await this.started;
   }
 
   private startAgent(config: Readonly<Config>): Promise<Agent> {
@@ -71,7 +75,8 @@ class Daemon {
 
   /** SIGHUP: serialised, so two signals in a row do not overlap. */
   hup(): void {
-    this.reloading = this.reloading.then(() => this.reload()).catch((err) => {
+    // A SIGHUP while the agent starts reloads once it has started.
+    this.reloading = this.reloading.then(() => this.started).then(() => this.reload()).catch((err) => {
       this.fatalError ??= err;
       this.wakeExit();
     });
@@ -131,16 +136,32 @@ const command: Command = {
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
     const log = createLogger(loaded.config.log, io.stderr);
     for (const w of loaded.warnings) log.warn(w);
+    if (!memorySettingsApplied(io.env, process.execArgv)) {
+      log.info(
+        { event: 'memory_settings', applied: false, node: process.version },
+        'running without the memory settings (MALLOC_ARENA_MAX, --max-semi-space-size): start spoolship as a program (the spoolship command, ./dist/cli.js) or on Node >= 22.15 to get them (README "Deployment": peak RSS is higher without them)',
+      );
+    }
     // Test-only: see src/util/crashpoint.ts.
     armCrashPoint(io.env.SPOOLSHIP_TEST_CRASH_AT);
     const daemon = new Daemon(loaded, log, io);
-    await daemon.start();
+    // Handled from before the start: a signal that arrives while the agent
+    // starts (or just after its start log) stops it cleanly once started,
+    // instead of killing the process before its state is written.
     const onTerm = () => daemon.stop('SIGTERM');
     const onInt = () => daemon.stop('SIGINT');
     const onHup = () => daemon.hup();
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     process.on('SIGHUP', onHup);
+    try {
+      await daemon.start();
+    } catch (err) {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      process.off('SIGHUP', onHup);
+      throw err;
+    }
     await daemon.stopped;
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);

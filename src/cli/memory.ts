@@ -1,0 +1,51 @@
+// Memory settings of the agent, without the user setting anything (README
+// "Deployment"). Two settings halve a busy agent's resident memory, and
+// neither can be changed once Node runs (bench/README.md, findings 14 and 20):
+//
+// - MALLOC_ARENA_MAX=1: glibc gives each thread that allocates (libuv's pool
+//   compressing batches, reading files) an arena of its own; their free
+//   memory stays resident. glibc reads the variable at the first malloc.
+// - --max-semi-space-size=1 (MB): V8's young generation is sized when the
+//   isolate starts (v8.setFlagsFromString later has no effect); a busy agent
+//   allocates short-lived buffers quickly, and the default semi-spaces grow
+//   to 16 MB each.
+//
+// They are applied before the agent runs, in the same process (one PID, as
+// systemd, Docker and the state lock need: never a child that could outlive
+// its parent):
+// 1. `spoolship` (dist/cli.js run as a program) starts under /bin/sh, which
+//    execs node with both (scripts/build.mjs writes those first two lines);
+// 2. `node dist/cli.js run` on Node >= 22.15 re-executes itself in place with
+//    process.execve (same PID);
+// 3. `node dist/cli.js run` on Node 20 cannot: the agent runs without them
+//    and says so at start (memory_settings: false in the start log).
+// A value the user set (MALLOC_ARENA_MAX, a semi-space size in NODE_OPTIONS
+// or on node's command line) is kept.
+
+export const SEMI_SPACE_FLAG = '--max-semi-space-size=1';
+export const ARENA_MAX = '1';
+
+/** Both settings are in effect (or the user chose their own). */
+export function memorySettingsApplied(env: NodeJS.ProcessEnv, execArgv: readonly string[]): boolean {
+  const semi = execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(env.NODE_OPTIONS ?? '');
+  return semi && env.MALLOC_ARENA_MAX !== undefined;
+}
+
+/**
+ * Re-execute this process in place with the memory settings, where Node can
+ * (process.execve, Node >= 22.15). Returns only when it cannot (or failed);
+ * SPOOLSHIP_NO_REEXEC=1 turns it off.
+ */
+export function reexecWithMemorySettings(): void {
+  const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => void }).execve;
+  if (typeof execve !== 'function' || process.env.SPOOLSHIP_NO_REEXEC === '1') return;
+  if (memorySettingsApplied(process.env, process.execArgv)) return;
+  const semi = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(process.env.NODE_OPTIONS ?? '');
+  const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, SPOOLSHIP_NO_REEXEC: '1' };
+  const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), ...process.execArgv, ...process.argv.slice(1)];
+  try {
+    execve.call(process, process.execPath, args, env);
+  } catch {
+    // Not possible here (a seccomp policy, say): run as we are.
+  }
+}

@@ -1,0 +1,107 @@
+// The agent's memory settings (src/cli/memory.ts) come without the user
+// setting anything, in the process that was started: read back from
+// /proc/<pid> of the very child the test spawned (one PID, no helper child).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const CLI = path.resolve('dist/cli.js');
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+interface Started {
+  child: ChildProcess;
+  logs: Array<Record<string, unknown>>;
+  exited: Promise<number | null>;
+}
+
+async function start(how: 'program' | 'node', env: Record<string, string> = {}): Promise<Started> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-mem-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(path.join(dir, 'spool'));
+  await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: embedded\nspool:\n  dir: ${dir}/spool\nstate_dir: ${dir}/state\nadmin:\n  listen: ""\nlog:\n  format: json\n`);
+  const args = ['run', '-c', path.join(dir, 'cfg.yaml')];
+  // PATH finds `node` for the launcher; nothing else of the test's environment is passed.
+  const childEnv = { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`, HOME: dir, ...env };
+  const child = how === 'program' ? spawn(CLI, args, { cwd: dir, env: childEnv }) : spawn(process.execPath, [CLI, ...args], { cwd: dir, env: childEnv });
+  const logs: Started['logs'] = [];
+  let buf = '';
+  let started!: () => void;
+  const up = new Promise<void>((r) => (started = r));
+  child.stderr!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        const rec = JSON.parse(line) as Record<string, unknown>;
+        logs.push(rec);
+        if (rec.msg === 'spoolship started') started();
+      } catch {
+        logs.push({ msg: line });
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  cleanups.push(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  await Promise.race([up, exited.then((c) => Promise.reject(new Error(`exited with ${c}: ${JSON.stringify(logs)}`)))]);
+  return { child, logs, exited };
+}
+
+function procOf(pid: number): { argv: string[]; env: Record<string, string> } {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const env = Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  return { argv, env };
+}
+
+describe('memory settings without any environment', () => {
+  it('spoolship run as a program: the started PID is node itself, with MALLOC_ARENA_MAX=1 and --max-semi-space-size=1; SIGTERM stops it with 0', async () => {
+    const a = await start('program');
+    const p = procOf(a.child.pid!);
+    expect(path.basename(p.argv[0]!)).toBe('node');
+    expect(p.argv).toContain('--max-semi-space-size=1');
+    expect(p.argv).toContain(CLI);
+    expect(p.env.MALLOC_ARENA_MAX).toBe('1');
+    expect(a.logs.some((l) => l.event === 'memory_settings')).toBe(false);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
+  it("a user's own values are kept", async () => {
+    const a = await start('program', { MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' });
+    const p = procOf(a.child.pid!);
+    expect(p.argv.filter((x) => x.startsWith('--max-semi-space-size'))).toEqual([]);
+    expect(p.env.MALLOC_ARENA_MAX).toBe('4');
+    expect(p.env.NODE_OPTIONS).toBe('--max-semi-space-size=8');
+    expect(a.logs.some((l) => l.event === 'memory_settings')).toBe(false);
+  });
+
+  it('node dist/cli.js run: re-executed in place where Node can (process.execve), else said at start', async () => {
+    const a = await start('node');
+    const p = procOf(a.child.pid!);
+    if (typeof (process as { execve?: unknown }).execve === 'function') {
+      expect(p.argv).toContain('--max-semi-space-size=1');
+      expect(p.env.MALLOC_ARENA_MAX).toBe('1');
+      expect(a.logs.some((l) => l.event === 'memory_settings')).toBe(false);
+    } else {
+      expect(p.argv).not.toContain('--max-semi-space-size=1');
+      expect(a.logs.find((l) => l.event === 'memory_settings')).toMatchObject({ applied: false, node: process.version });
+    }
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+});
