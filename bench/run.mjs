@@ -158,7 +158,8 @@ const md =
   sections.join('\n') +
   (failed ? `\n**At least one case failed** (see its section).\n` : '');
 console.log(`\n${md}`);
-const outFile = opt.out ?? path.join(root, 'bench/results', `${started.toISOString().slice(0, 16).replace(/[:T]/g, '-')}-${opt.cases.join('+')}-${Math.round(opt.size / 1e6)}MB.md`);
+// Seconds in the name: two runs started in the same minute keep both files.
+const outFile = opt.out ?? path.join(root, 'bench/results', `${started.toISOString().slice(0, 19).replace(/[:T]/g, '-')}-${opt.cases.join('+')}-${Math.round(opt.size / 1e6)}MB${opt.launch === 'node' ? '-launch-node' : ''}.md`);
 mkdirSync(path.dirname(outFile), { recursive: true });
 writeFileSync(outFile, md);
 log(`written ${outFile}`);
