@@ -6,6 +6,8 @@
 //   npm run bench -- --size 200MB --cases sweep --sweep zstd:1,zstd:3,gzip:6,none:0
 //   npm run bench -- --cases many,coldstart --many-files 2000
 //   npm run bench -- --cases latency --latency-seconds 20
+//   npm run bench -- --cases latency-sweep --answer-times 0,1000,2000
+//   npm run bench -- --cases fleet --fleet-agents 20
 //   npm run bench -- --size 200MB --cases throughput --profile
 //
 // Every case is bounded (timeouts) and talks only to 127.0.0.1. The sink is
@@ -18,6 +20,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { coldstart } from './cases/coldstart.mjs';
 import { latency } from './cases/latency.mjs';
+import { latencySweep } from './cases/latency-sweep.mjs';
+import { fleet } from './cases/fleet.mjs';
 import { many } from './cases/many.mjs';
 import { sweep } from './cases/sweep.mjs';
 import { throughput } from './cases/throughput.mjs';
@@ -26,7 +30,7 @@ import { loadavg } from './lib/format.mjs';
 import { startSink } from './lib/sink.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
-const CASES = { throughput, sweep, many, coldstart, latency };
+const CASES = { throughput, sweep, many, coldstart, latency, 'latency-sweep': latencySweep, fleet };
 const ALL_CASES = Object.keys(CASES);
 /** What the Dockerfile and deploy/systemd/spoolship.service used to set for the agent (bench/README.md, findings 14 and 20); --deploy-env. */
 const DEPLOY_ENV = { MALLOC_ARENA_MAX: '1', NODE_OPTIONS: '--max-semi-space-size=1' };
@@ -60,6 +64,9 @@ const opt = {
   manyFiles: Number(flag('many-files', '10000')),
   latencyRate: parseSize(flag('latency-rate', '5MB')),
   latencySeconds: Number(flag('latency-seconds', '60')),
+  answerTimes: flag('answer-times', '0,250,1000,2000').split(',').map(Number),
+  fleetAgents: Number(flag('fleet-agents', '20')),
+  fleetLines: Number(flag('fleet-lines', '1500')),
   queueSize: parseSize(flag('queue-size', '1GB')),
   rounds: Number(flag('rounds', '3')),
   profile: has('profile'),

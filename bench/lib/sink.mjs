@@ -4,11 +4,11 @@ import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 
-export async function startSink(root, { rps = 100000, maxBody = 10_000_000, logFile = null, faults = null } = {}) {
+export async function startSink(root, { rps = 100000, maxBody = 10_000_000, logFile = null, faults = null, latencyMs = 0 } = {}) {
   const errFd = logFile ? openSync(logFile, 'a') : 'ignore';
   const child = spawn(
     process.execPath,
-    [path.join(root, 'dist/cli.js'), 'emulator', '--listen', '127.0.0.1:0', '--no-validate', '--rps', String(rps), '--max-body', String(maxBody), ...(faults ? ['--faults', faults] : [])],
+    [path.join(root, 'dist/cli.js'), 'emulator', '--listen', '127.0.0.1:0', '--no-validate', '--rps', String(rps), '--max-body', String(maxBody), ...(faults ? ['--faults', faults] : []), ...(latencyMs > 0 ? ['--latency-ms', String(latencyMs)] : [])],
     { cwd: root, stdio: ['ignore', 'pipe', errFd] },
   );
   if (typeof errFd === 'number') closeSync(errFd);
