@@ -1,6 +1,7 @@
 // max_in_flight: auto against an emulator whose every answer takes 300 ms:
-// with the default config the agent goes past 8 requests in flight, and the
-// compressed bytes in flight never pass max_in_flight_bytes.
+// with the default config the agent goes past 8 requests in flight (the fixed
+// default of old), and the compressed bytes in flight never pass
+// max_in_flight_bytes.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createCodec } from '../../src/codec/index.js';
 import { ConcurrencyLimit } from '../../src/sender/concurrency.js';
+import { createLocalLimiter } from '../../src/sender/limiter.js';
+import { AUTO_INITIAL_IN_FLIGHT, Sender } from '../../src/sender/sender.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** One round trip: `n` requests in flight, answered one after another over `rttMs`, each after `rttMs`. */
@@ -68,5 +71,31 @@ describe('ConcurrencyLimit (max_in_flight: auto)', () => {
     for (let i = 0; i < 3; i++) round(fixed, clock, 100);
     round(fixed, clock, 100, 'congested');
     expect(fixed.limit).toBe(8);
+  });
+});
+
+describe('spoolship_in_flight_limit from the start', () => {
+  it('the sender reports its limit when it is built: auto starts at AUTO_INITIAL_IN_FLIGHT (within the cap), a fixed number as given', () => {
+    const seen = (maxInFlight: number | 'auto', cap?: number): number[] => {
+      const out: number[] = [];
+      const noop = () => undefined;
+      new Sender({
+        client: { post: async () => ({ kind: 'error', code: 'ECONNREFUSED', message: 'no', timeout: false }) as never },
+        codec: createCodec('none', 0),
+        limiter: createLocalLimiter(100),
+        clock: new ManualClock(),
+        random: () => 0.5,
+        backoff: { initialMs: 10, maxMs: 100, multiplier: 2 },
+        http2: false,
+        maxInFlight,
+        maxInFlightCap: cap,
+        maxBytes: 1000,
+        hooks: { onRequest: noop, onRetry: noop, onAck: noop, onParkChange: noop, deadLetterLines: async () => undefined, onInFlightLimit: (n) => out.push(n) },
+      });
+      return out;
+    };
+    expect(seen('auto')).toEqual([AUTO_INITIAL_IN_FLIGHT]);
+    expect(seen('auto', 4)).toEqual([4]);
+    expect(seen(8)).toEqual([8]);
   });
 });
