@@ -65,7 +65,7 @@ const cli = readFileSync(cliFile, 'utf8');
 if (!cli.startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js does not start with the node shebang of src/cli.ts');
 const launcher = [
   '#!/bin/sh',
-  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" SPOOLSHIP_NO_REEXEC=1 exec node $s "$0" "$@"',
+  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s "$0" "$@"',
 ].join('\n');
 writeFileSync(cliFile, `${launcher}\n${cli.slice('#!/usr/bin/env node\n'.length)}`);
 // One line more at the top: the source map's generated lines move down by one.

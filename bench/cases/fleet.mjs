@@ -6,7 +6,7 @@
 // server <= 100; while every agent still has backlog, each gets >= 0.5 x its
 // fair share of the requests. Needs redis-server (Debian: redis-server).
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort } from '../lib/agent.mjs';
@@ -49,11 +49,13 @@ export async function fleet() {
           log: { level: 'warn', format: 'json' },
         }),
       );
+      const logFd = openSync(path.join(home, 'agent.log'), 'a');
       const child = spawn(path.join(root, 'dist/cli.js'), ['run', '-c', cfg], {
         cwd: home,
-        stdio: ['ignore', 'ignore', 'pipe'],
+        stdio: ['ignore', 'ignore', logFd],
         env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` },
       });
+      closeSync(logFd);
       const exited = new Promise((r) => child.once('exit', (code) => r(code)));
       agents.push({ i, home, child, exited });
     }
@@ -92,6 +94,8 @@ export async function fleet() {
     const inWindow = reqs.filter((r) => r.at >= from && r.at <= to);
     const per = agents.map((a) => inWindow.filter((r) => r.name === `backlog_${a.i}` || r.name === `trickle_${a.i}`).length);
     const fair = inWindow.length / agents.length;
+    // Agents that lost the shared budget (Redis too slow to answer, or a broken key) ship on their local fallback meanwhile.
+    const fallbacks = agents.map((a) => (readFileSync(path.join(a.home, 'agent.log'), 'utf8').match(/"event":"budget_(unreachable|broken)"/g) ?? []).length);
     const rows = [
       {
         agents: agents.length,
@@ -103,6 +107,8 @@ export async function fleet() {
         fair,
         min: Math.min(...per),
         max: Math.max(...per),
+        fallbackAgents: fallbacks.filter((n) => n > 0).length,
+        fallbacks: fallbacks.reduce((a, b) => a + b, 0),
       },
     ];
     const cols = [
@@ -115,6 +121,7 @@ export async function fleet() {
       ['fair share (requests)', (r) => f1(r.fair)],
       ['fewest / most per agent', (r) => `${f0(r.min)} / ${f0(r.max)}`],
       ['fewest x fair', (r) => (r.fair > 0 ? (r.min / r.fair).toFixed(2) : '-')],
+      ['agents that fell back to the local budget (times)', (r) => `${f0(r.fallbackAgents)} (${f0(r.fallbacks)})`],
     ];
     sections.push(`### Fleet on one Redis budget (${agents.length} agents, ${LIMIT} req/s, trickle + ${opt.fleetLines}-line backlog each)\n\n${table(cols, rows)}`);
     summary.push([`fleet: busiest sliding second <= ${LIMIT}`, `${busiest}`]);

@@ -34,14 +34,15 @@ export function memorySettingsApplied(env: NodeJS.ProcessEnv, execArgv: readonly
 /**
  * Re-execute this process in place with the memory settings, where Node can
  * (process.execve, Node >= 22.15). Returns only when it cannot (or failed);
- * SPOOLSHIP_NO_REEXEC=1 turns it off.
+ * (_SPOOLSHIP_REEXECUTED=1, set by the launcher and by the re-execution,
+ * says it is done; not a SPOOLSHIP_* name, which would be taken for a config key.)
  */
 export function reexecWithMemorySettings(): void {
   const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => void }).execve;
-  if (typeof execve !== 'function' || process.env.SPOOLSHIP_NO_REEXEC === '1') return;
+  if (typeof execve !== 'function' || process.env._SPOOLSHIP_REEXECUTED === '1') return;
   if (memorySettingsApplied(process.env, process.execArgv)) return;
   const semi = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(process.env.NODE_OPTIONS ?? '');
-  const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, SPOOLSHIP_NO_REEXEC: '1' };
+  const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, _SPOOLSHIP_REEXECUTED: '1' };
   const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), ...process.execArgv, ...process.argv.slice(1)];
   try {
     execve.call(process, process.execPath, args, env);
