@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createCodec } from '../../src/codec/index.js';
 import { ConcurrencyLimit } from '../../src/sender/concurrency.js';
 import { createLocalLimiter } from '../../src/sender/limiter.js';
-import { AUTO_INITIAL_IN_FLIGHT, Sender } from '../../src/sender/sender.js';
+import { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD, Sender } from '../../src/sender/sender.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 /** One round trip: `n` requests in flight, answered one after another over `rttMs`, each after `rttMs`. */
@@ -97,5 +97,50 @@ describe('spoolship_in_flight_limit from the start', () => {
     expect(seen('auto')).toEqual([AUTO_INITIAL_IN_FLIGHT]);
     expect(seen('auto', 4)).toEqual([4]);
     expect(seen(8)).toEqual([8]);
+  });
+});
+
+describe('slots reserved ahead of the rate budget', () => {
+  it('one agent holds at most SLOTS_RESERVED_AHEAD reserved slots at once, however many requests it has in flight', async () => {
+    let pending = 0;
+    let most = 0;
+    const waiting: Array<() => void> = [];
+    // A budget that hands out slots only when the test says (a shared budget with a queue ahead).
+    const limiter = {
+      acquire: () =>
+        new Promise<void>((resolve) => {
+          pending++;
+          most = Math.max(most, pending);
+          waiting.push(() => {
+            pending--;
+            resolve();
+          });
+        }),
+      pause: () => undefined,
+      close: async () => undefined,
+    };
+    const noop = () => undefined;
+    const codec = createCodec('none', 0);
+    const sender = new Sender({
+      client: { post: async () => ({ kind: 'response', status: 200, retryAfter: null, rateLimitReset: null, location: null, contentType: 'application/json', body: '{"successful_rows":1,"quarantined_rows":0}', bodyTruncated: false }) },
+      codec,
+      limiter,
+      clock: new ManualClock(),
+      random: () => 0.5,
+      backoff: { initialMs: 10, maxMs: 100, multiplier: 2 },
+      http2: false,
+      maxInFlight: 32,
+      maxBytes: 1000,
+      hooks: { onRequest: noop, onRetry: noop, onAck: noop, onParkChange: noop, deadLetterLines: async () => undefined },
+    });
+    const body = Buffer.from('{"a":1}\n');
+    const deliveries = Array.from({ length: 32 }, (_, i) => sender.deliver({ id: i + 1, ds: 'ds', body, encoding: null, rawLen: body.length, lines: 1 }));
+    // Let every delivery reach the budget, then hand out slots one by one.
+    for (let served = 0; served < 32; served++) {
+      for (let spin = 0; spin < 50 && waiting.length === 0; spin++) await new Promise((r) => setImmediate(r));
+      waiting.shift()!();
+    }
+    expect(await Promise.all(deliveries)).toEqual(Array(32).fill('done'));
+    expect(most).toBe(SLOTS_RESERVED_AHEAD);
   });
 });
