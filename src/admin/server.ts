@@ -13,6 +13,7 @@ export interface Readiness {
 export interface AdminSources {
   registry: Registry;
   readiness(): Readiness;
+  /** The /status report; null while the agent starts. */
   status(): unknown | Promise<unknown>;
 }
 
@@ -62,8 +63,11 @@ export class AdminServer {
         const r = this.src.readiness();
         return json(r.ready ? 200 : 503, r);
       }
-      case '/status':
-        return json(200, await this.src.status());
+      case '/status': {
+        const report = await this.src.status();
+        // null: the agent is still starting (the address is bound before the state is read).
+        return report === null ? json(503, { error: 'the agent is starting' }) : json(200, report);
+      }
       default:
         return json(404, { error: `no such endpoint ${url.pathname}; try /metrics, /healthz, /readyz or /status` });
     }

@@ -98,6 +98,8 @@ export class Agent {
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
   private fatalSeen = false;
+  /** Every part is built: /readyz and /status may read them. */
+  private started = false;
 
   private constructor(
     private config: Readonly<Config>,
@@ -123,7 +125,20 @@ export class Agent {
 
   private async init(): Promise<void> {
     const { config: c, deps } = this;
-    this.lock = await acquireLock(c.state_dir);
+    // The admin address first: a start refused for its config (a taken port)
+    // must create nothing (no state_dir, checkpoint or journal).
+    try {
+      await this.startAdmin();
+    } catch (err) {
+      await this.admin?.close().catch(() => undefined);
+      throw err;
+    }
+    try {
+      this.lock = await acquireLock(c.state_dir);
+    } catch (err) {
+      await this.admin?.close().catch(() => undefined);
+      throw err;
+    }
     try {
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
       await this.openState();
@@ -139,7 +154,7 @@ export class Agent {
       this.replayer.start();
       await this.replayRecovered();
       this.reconcileQueue();
-      await this.startAdmin();
+      this.started = true;
       await this.startControl();
       this.spooler.start();
       this.timer = setInterval(() => this.tick(), this.tickMs);
@@ -388,7 +403,12 @@ export class Agent {
   private async startAdmin(): Promise<void> {
     const { config: c, metrics } = this;
     if (c.admin.listen === '') return;
-    this.admin = new AdminServer({ registry: metrics.registry, readiness: () => this.readiness(), status: () => this.status() });
+    // Until the parts are built (the address is taken before the state): not ready, no status.
+    this.admin = new AdminServer({
+      registry: metrics.registry,
+      readiness: () => (this.started ? this.readiness() : { ready: false, reasons: ['starting'] }),
+      status: () => (this.started ? this.status() : null),
+    });
     try {
       this.adminUrl = await this.admin.start(c.admin.listen);
     } catch (err) {
@@ -443,9 +463,9 @@ export class Agent {
           if (outcome.kind === 'error') this.lastError.set(ds, `${outcome.code}: ${outcome.message}`);
           else if (outcome.status >= 300) this.lastError.set(ds, `HTTP ${outcome.status}${outcome.location ? ` to ${outcome.location}` : ''}`);
         },
-        onRetry: (reason, ds) => {
+        onRetry: (reason, ds, cause) => {
           metrics.retries.inc({ reason });
-          this.streak.retry(reason, ds);
+          this.streak.retry(reason, ds, cause, redactUrl(this.apiUrl));
         },
         onAck: (ds, lines, _raw, quarantined) => {
           metrics.linesAcked.inc({ datasource: ds }, lines);

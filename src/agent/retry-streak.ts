@@ -11,8 +11,14 @@ export class RetryStreak {
 
   constructor(private readonly log: () => Logger) {}
 
-  retry(reason: string, ds: string): void {
-    if (this.count === 0) this.log().warn({ event: 'retrying', reason, datasource: ds }, 'retrying: requests are failing; batches are kept and resent with the same bytes');
+  /** `where`: the API's address (password redacted); `cause`: what failed (the error code and message, or the HTTP status). */
+  retry(reason: string, ds: string, cause?: string, where?: string): void {
+    if (this.count === 0) {
+      this.log().warn(
+        { event: 'retrying', reason, datasource: ds, cause: cause ?? null, api: where ?? null },
+        `retrying: requests are failing${cause ? ` (${cause})` : ''}; batches are kept and resent with the same bytes`,
+      );
+    }
     this.count++;
     this.reasons.set(reason, (this.reasons.get(reason) ?? 0) + 1);
   }

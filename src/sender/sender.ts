@@ -59,7 +59,8 @@ export interface Part {
 
 export interface SenderHooks {
   onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void;
-  onRetry(reason: RetryReason, ds: string): void;
+  /** `cause`: what failed, kept for the log (`ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:443`, a certificate error by name, `HTTP 503`). */
+  onRetry(reason: RetryReason, ds: string, cause?: string): void;
   onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
   /**
@@ -558,7 +559,7 @@ export class Sender {
         continue;
       }
       if (v.kind !== 'retry') return { ...v, status: outcome.kind === 'response' ? outcome.status : 0 } as Final;
-      this.o.hooks.onRetry(v.reason, part.ds);
+      this.o.hooks.onRetry(v.reason, part.ds, outcome.kind === 'error' ? `${outcome.code}: ${outcome.message}` : `HTTP ${outcome.status}`);
       if (v.ignoredWait) this.o.hooks.onOddAnswer?.('ignored_wait', part.ds, v.ignoredWait);
       // A 5xx may have stored part of the batch; a reset or timeout may have stored all of it.
       if (v.reason !== '429') ctx.unknownOutcome = true;

@@ -131,7 +131,7 @@ describe('spoolship run (process)', () => {
     expect(await a.exited).toBe(0);
   });
 
-  it('exits 2 naming admin.listen when its port is taken, and leaves the state_dir free', async () => {
+  it('exits 2 naming admin.listen when its port is taken, creating no state_dir, and leaves it free', async () => {
     const { dir } = await setup();
     const net = await import('node:net');
     const blocker = net.createServer();
@@ -145,6 +145,8 @@ describe('spoolship run (process)', () => {
     expect(await a.exited).toBe(2);
     const text = a.logs.map((l) => String(l.msg)).join('\n');
     expect(text).toContain(`admin.listen: "127.0.0.1:${port}": cannot listen there (EADDRINUSE`);
+    // A start refused for its config creates nothing: no state_dir, no checkpoint, no journal.
+    expect(existsSync(path.join(dir, 'state'))).toBe(false);
     // Nothing was left behind: with the admin endpoints off, the same state_dir starts.
     await writeFile(cfgFile, original);
     const b = startRun(dir);
