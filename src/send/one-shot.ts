@@ -12,6 +12,9 @@ import { EventsClient } from '../sender/http-client.js';
 import { clientOptionsFrom, inFlightCeiling, senderSettingsFrom } from '../sender/from-config.js';
 import { createLocalLimiter } from '../sender/limiter.js';
 import { Sender } from '../sender/sender.js';
+import path from 'node:path';
+import { locateLines } from '../agent/reform.js';
+import type { RangeRecord } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
 import { systemClock } from '../util/clock.js';
 import { LineFramer } from './line-framer.js';
@@ -48,6 +51,8 @@ export interface SendOptions {
   log: Logger;
   /** Live counters for the progress display. */
   onProgress?: (s: SendSummary) => void;
+  /** Bytes of lines acknowledged or dead-lettered (newlines included): the progress bar follows them. */
+  onDone?: (bytes: number) => void;
 }
 
 const SLACK = 2;
@@ -75,6 +80,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   const storeDeadLetter = async (input: DeadLetterInput) => {
     await o.deadLetters.add(input);
     countDl(input.reason, 1);
+    o.onDone?.(input.bytes + 1);
   };
   const sender: Sender = new Sender({
     client,
@@ -89,7 +95,8 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.bytes_sent += wire;
       },
       onRetry: () => undefined,
-      onAck: (_ds, lines, _raw, quarantined) => {
+      onAck: (_ds, lines, raw, quarantined) => {
+        o.onDone?.(raw);
         summary.lines_acked += lines;
         summary.rows_quarantined += quarantined;
       },
@@ -105,29 +112,44 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
               : `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(o.datasource)} or the token's scope); nothing was dead-lettered`;
         sender.stop();
       },
-      deadLetterLines: async (_root, part, raw, reason, status) => {
-        let pos = 0;
-        const writes: Promise<void>[] = [];
-        while (pos < raw.length) {
+      deadLetterLines: async (root, part, raw, reason, status) => {
+        const lines: Buffer[] = [];
+        for (let pos = 0; pos < raw.length; ) {
           const nl = raw.indexOf(10, pos);
           const end = nl === -1 ? raw.length : nl;
-          const line = raw.subarray(pos, end);
-          writes.push(storeDeadLetter({ datasource: part.ds, reason, file: null, offset: null, bytes: line.length, status, line }));
+          lines.push(raw.subarray(pos, end));
           pos = end + 1;
         }
-        await Promise.all(writes);
+        // Where each line came from, read back from its file (stdin cannot be: null).
+        const ranges = batchRanges.get(root.id);
+        const where = ranges ? await locateLines(ranges, (k) => fileOf(k), part.lineStart, lines.length) : [];
+        await Promise.all(
+          lines.map((line, i) => storeDeadLetter({ datasource: part.ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line })),
+        );
       },
     },
   });
 
   const tasks = new Set<Promise<void>>();
   let roomWaiter: (() => void) | null = null;
+  const progress = new Progress();
+  /** The file ranges of each batch being sent, to name a rejected line's FILE:OFFSET. */
+  const batchRanges = new Map<number, RangeRecord[]>();
+  const fileOf = (key: string): string | undefined => {
+    const input = o.inputs[Number(key.slice('send:'.length))];
+    return input && input.name !== '-' ? path.resolve(input.name) : undefined;
+  };
   const deliver = async (b: ClosedBatch) => {
     if (b.lines === 0) return;
-    const body = await codec.compress(b.body);
-    await sender.deliver({ id: b.id, ds: b.ds, body, encoding: codec.contentEncoding, rawLen: b.body.length, lines: b.lines }, { neverSent: true });
+    batchRanges.set(b.id, progress.rangesOf(b.id));
+    try {
+      const body = await codec.compress(b.body);
+      await sender.deliver({ id: b.id, ds: b.ds, body, encoding: codec.contentEncoding, rawLen: b.body.length, lines: b.lines }, { neverSent: true });
+    } finally {
+      batchRanges.delete(b.id);
+      progress.markOwnerDone(b.id);
+    }
   };
-  const progress = new Progress();
   let nextId = 1;
   const batcher = new Batcher({
     progress,

@@ -3,6 +3,8 @@
 
 export interface ProgressSnapshot {
   bytesRead: number;
+  /** Bytes of lines acknowledged or dead-lettered: what the bar and the ETA follow. */
+  bytesDone: number;
   totalBytes: number | null;
   linesAcked: number;
   linesDeadLettered: number;
@@ -31,20 +33,37 @@ export class ProgressDisplay {
   }
 
   private draw(): void {
-    const s = this.snapshot();
-    const secs = Math.max(0.001, (Date.now() - this.started) / 1000);
-    const rate = s.linesAcked / secs;
-    const mbps = s.bytesRead / 1e6 / secs;
-    let text = `${fmt(s.linesAcked)} lines acked (${fmt(Math.round(rate))}/s), ${(s.bytesRead / 1e6).toFixed(1)} MB read (${mbps.toFixed(1)} MB/s)`;
-    if (s.linesDeadLettered) text += `, ${fmt(s.linesDeadLettered)} dead-lettered`;
-    if (s.totalBytes) {
-      const frac = Math.min(1, s.bytesRead / s.totalBytes);
-      const eta = frac > 0 ? Math.max(0, secs / frac - secs) : 0;
-      text = `${bar(frac, 24)} ${(frac * 100).toFixed(0).padStart(3)}%  ${text}  ETA ${Math.ceil(eta)}s`;
-    }
+    const text = renderProgress(this.snapshot(), (Date.now() - this.started) / 1000);
     if (this.out.isTTY) this.out.write(`\r\x1b[2K${text.slice(0, (this.out.columns ?? 120) - 1)}`);
     else this.out.write(`send: ${text}\n`);
   }
+}
+
+/**
+ * One progress line. The bar, its percentage and the ETA follow the lines
+ * acknowledged (or dead-lettered), not the bytes read: reading runs ahead of
+ * the answers by up to max_in_flight batches.
+ */
+export function renderProgress(s: ProgressSnapshot, elapsedS: number): string {
+  const secs = Math.max(0.001, elapsedS);
+  const rate = s.linesAcked / secs;
+  const mbps = s.bytesRead / 1e6 / secs;
+  let text = `${fmt(s.linesAcked)} lines acked (${fmt(Math.round(rate))}/s), ${(s.bytesRead / 1e6).toFixed(1)} MB read (${mbps.toFixed(1)} MB/s)`;
+  if (s.linesDeadLettered) text += `, ${fmt(s.linesDeadLettered)} dead-lettered`;
+  if (s.totalBytes) {
+    const frac = Math.min(1, s.bytesDone / s.totalBytes);
+    const eta = frac > 0 ? Math.max(0, secs / frac - secs) : null;
+    text = `${bar(frac, 24)} ${(frac * 100).toFixed(0).padStart(3)}%  ${text}  ETA ${eta === null ? 'unknown' : duration(eta)}`;
+  }
+  return text;
+}
+
+/** `45 s`, `3 min 05 s`, `2 h 07 min`. */
+export function duration(seconds: number): string {
+  const s = Math.ceil(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 function bar(frac: number, width: number): string {

@@ -56,6 +56,8 @@ describe('spoolship send', () => {
     expect(stored(dir, 'events')).toHaveLength(4000);
     const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'events.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(dl).toEqual([expect.objectContaining({ datasource: 'events', reason: 'rejected', status: 400, line: '{"id":"POISON"}' })]);
+    // FILE:OFFSET of the rejected line: the named file, and the byte where the line starts.
+    expect(dl[0]).toMatchObject({ file: path.join(dir, 'b.ndjson'), offset: Buffer.byteLength(`${lines(1000, 'b').join('\n')}\n`) });
   });
 
   it('bad lines in both halves of a batch are dead-lettered; send does not blame the Data Source name', async () => {

@@ -93,8 +93,10 @@ const command: Command = {
     await deadLetters.open();
     const total = inputs.every((i) => i.size !== null) ? inputs.reduce((a, i) => a + (i.size ?? 0), 0) : null;
     let live: SendSummary | null = null;
+    let done = 0;
     const display = new ProgressDisplay(io.stderr, () => ({
       bytesRead: live?.bytes_read ?? 0,
+      bytesDone: done,
       totalBytes: total,
       linesAcked: live?.lines_acked ?? 0,
       linesDeadLettered: Object.values(live?.lines_dead_lettered ?? {}).reduce((a, b) => a + b, 0),
@@ -102,7 +104,7 @@ const command: Command = {
     display.start();
     let summary: SendSummary;
     try {
-      summary = await runSend({ config: c, baseUrl, token, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s) });
+      summary = await runSend({ config: c, baseUrl, token, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s), onDone: (bytes) => (done += bytes) });
     } finally {
       display.stop();
       await embedded?.close();
