@@ -15,10 +15,21 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { staleReason } from './stale.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tscOut = path.join(root, 'build', 'tsc');
 const dist = path.join(root, 'dist');
+
+// `--if-stale` (npm start's prestart): build only when a source is newer than dist/.
+if (process.argv.includes('--if-stale')) {
+  const reason = staleReason(root);
+  if (reason === null) {
+    console.error('dist/ is up to date with src/; not rebuilding (npm run build forces it)');
+    process.exit(0);
+  }
+  console.error(`building dist/: ${reason}`);
+}
 
 rmSync(tscOut, { recursive: true, force: true });
 execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
