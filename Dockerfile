@@ -9,10 +9,15 @@
 #     -v /var/spool/spoolship:/var/spool/spoolship:ro -v spoolship-state:/var/lib/spoolship \
 #     spoolship:0.1.0
 #
-# The Node.js major is the LTS line the CI smoke-tests (.ci/run).
-ARG NODE_VERSION=24
+# The Node.js major is the LTS line the CI smoke-tests (.ci/run). The base
+# image is pinned by the digest of its multi-platform index, so a rebuild
+# gets the same bytes; the tag beside it is for people. The digest is
+# node:24-slim's as published on 2026-08-25. To move to a newer one:
+#   docker buildx imagetools inspect node:24-slim   # "Digest:" of the index
+# and replace it here (docs/deployment.md, "Container").
+ARG NODE_IMAGE=node:24-slim@sha256:a9f5f7c91a432850b2a8a7797adf5eadb6c733ceed61167806cee7ea7fbc29df
 
-FROM node:${NODE_VERSION}-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -21,7 +26,7 @@ COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
 RUN npm run build
 
-FROM node:${NODE_VERSION}-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 # Memory (bench/README.md, findings 14 and 20): one glibc arena, so zstd's
 # per-batch buffers on the compression threads are reused instead of each
 # thread keeping ~10 MB after use; and a 1 MB young generation, so the
@@ -39,7 +44,7 @@ COPY config ./config
 COPY deploy/docker/spoolship.yaml /etc/spoolship/spoolship.yaml
 COPY deploy/docker/healthcheck.mjs ./deploy/docker/healthcheck.mjs
 # A fixed numeric uid/gid, so Kubernetes' runAsNonRoot can check it and
-# hostPath volumes can be chowned to it (deploy/kubernetes/daemonset.yaml).
+# hostPath volumes can be chowned to it (deploy/kubernetes/overlays/daemonset).
 RUN groupadd --system --gid 10001 spoolship \
  && useradd --system --uid 10001 --gid spoolship --home-dir /var/lib/spoolship --shell /usr/sbin/nologin spoolship \
  && mkdir -p /var/lib/spoolship /var/spool/spoolship \

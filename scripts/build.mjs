@@ -15,14 +15,15 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { staleReason } from './stale.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tscOut = path.join(root, 'build', 'tsc');
 const dist = path.join(root, 'dist');
 
 // `--if-stale` (npm start's prestart): build only when a source is newer than dist/.
+// (Imported only then: the image's build copies build.mjs alone.)
 if (process.argv.includes('--if-stale')) {
+  const { staleReason } = await import('./stale.mjs');
   const reason = staleReason(root);
   if (reason === null) {
     console.error('dist/ is up to date with src/; not rebuilding (npm run build forces it)');

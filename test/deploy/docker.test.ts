@@ -45,10 +45,12 @@ describe('Dockerfile', () => {
   it('builds with dev dependencies and runs on a slim Node LTS image with production dependencies only', () => {
     const { stages, ins } = dockerfile;
     expect(stages).toHaveLength(2);
-    const nodeMajor = /^NODE_VERSION=(\d+)$/.exec(ins.find((i) => i.op === 'ARG')!.args)![1];
-    expect(Number(nodeMajor) % 2).toBe(0); // even majors are the LTS lines
-    expect(stages[0]).toBe('node:${NODE_VERSION}-slim AS build');
-    expect(stages[1]).toBe('node:${NODE_VERSION}-slim AS runtime');
+    // Both stages on one slim Node LTS image, pinned by the digest of its index (the tag is for people).
+    const image = /^NODE_IMAGE=node:(\d+)-slim@sha256:([0-9a-f]{64})$/.exec(ins.find((i) => i.op === 'ARG')!.args);
+    expect(image, 'ARG NODE_IMAGE=node:<major>-slim@sha256:<64 hex>').not.toBeNull();
+    expect(Number(image![1]) % 2).toBe(0); // even majors are the LTS lines
+    expect(stages[0]).toBe('${NODE_IMAGE} AS build');
+    expect(stages[1]).toBe('${NODE_IMAGE} AS runtime');
     const buildRuns = ins.filter((i) => i.stage === 0 && i.op === 'RUN').map((i) => i.args);
     expect(buildRuns).toEqual(['npm ci --no-audit --no-fund', 'npm run build']);
     expect(final('RUN')[0]!.args).toMatch(/^npm ci --omit=dev /);
@@ -89,7 +91,7 @@ describe('Dockerfile', () => {
       expect(files.length, `${src} exists`).toBeGreaterThan(0);
       for (const f of files) expect(excluded(path.relative(ROOT, f)), `${path.relative(ROOT, f)} is in the build context`).toBe(false);
     }
-    for (const p of ['node_modules/yaml/package.json', 'dist/cli.js', 'state/x', 'spool/a/b.ndjson', '.git/HEAD', 'test/fleet/fleet.test.ts', 'deploy/kubernetes/daemonset.yaml', 'src/node_modules/x']) {
+    for (const p of ['node_modules/yaml/package.json', 'dist/cli.js', 'state/x', 'spool/a/b.ndjson', '.git/HEAD', 'test/fleet/fleet.test.ts', 'deploy/kubernetes/overlays/daemonset/daemonset.yaml', 'src/node_modules/x']) {
       expect(excluded(p), `${p} stays out of the build context`).toBe(true);
     }
   });

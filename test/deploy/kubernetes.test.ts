@@ -1,29 +1,38 @@
-// deploy/kubernetes: every manifest validates offline against the Kubernetes
-// API schemas (kubernetes-models), the spoolship config inside each
-// ConfigMap passes spoolship's own validation, and the pod specs agree with
-// those configs (paths, ports, grace period vs shutdown_timeout_ms).
+// deploy/kubernetes: a kustomize base with DaemonSet and sidecar overlays,
+// rendered with `kubectl kustomize` (the test runs the real kubectl; Debian's
+// kubernetes-client 1.20 embeds kustomize v2.0.3, the oldest the files are
+// written for). Every source file and every rendered object validates
+// offline against the Kubernetes API schemas (kubernetes-models, and
+// @kubernetes-models/prometheus-operator for the PodMonitor), the spoolship
+// config inside the rendered ConfigMap passes spoolship's own validation with
+// the container's SPOOLSHIP_* environment, and the pod specs agree with that
+// config (paths, ports, grace period vs shutdown_timeout_ms).
 //
 // kubernetes-models checks types, required fields and formats but not
 // unknown fields, so the fields that matter are asserted at their exact paths.
+import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { DaemonSet, Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
 import type { IContainer, IPodSpec, IVolume } from 'kubernetes-models/v1';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { ROOT } from '../fleet/agents.js';
 
 const DIR = path.join(ROOT, 'deploy', 'kubernetes');
+/** `kubectl` on the PATH (.ci/run installs Debian's kubernetes-client when there is none), or SPOOLSHIP_TEST_KUBECTL. */
+const KUBECTL = process.env.SPOOLSHIP_TEST_KUBECTL ?? 'kubectl';
 
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   [k: string]: unknown;
 }
 
@@ -34,14 +43,27 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Namespace': Namespace,
   'v1/Secret': Secret,
   'v1/Service': Service,
+  'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
 };
 
-async function manifests(file: string): Promise<Manifest[]> {
-  const docs = parseAllDocuments(await readFile(path.join(DIR, file), 'utf8'));
-  return docs.map((d) => {
-    expect(d.errors).toEqual([]);
+function parseManifests(text: string, what: string): Manifest[] {
+  return parseAllDocuments(text).map((d) => {
+    expect(d.errors, what).toEqual([]);
     return d.toJS() as Manifest;
   });
+}
+
+/** `kubectl kustomize deploy/kubernetes/<dir>`: what `kubectl apply -k` would apply. */
+function render(dir: string): Manifest[] {
+  let out: string;
+  try {
+    out = execFileSync(KUBECTL, ['kustomize', path.join(DIR, dir)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stderr?: string };
+    if (e.code === 'ENOENT') throw new Error(`${KUBECTL} not found: install Debian's kubernetes-client (apt-get install kubernetes-client), as .ci/run does`);
+    throw new Error(`kubectl kustomize ${dir} failed: ${e.stderr ?? e.message}`);
+  }
+  return parseManifests(out, dir);
 }
 
 function validate(m: Manifest): void {
@@ -52,7 +74,7 @@ function validate(m: Manifest): void {
 
 function one<T extends Manifest>(all: Manifest[], kind: string): T {
   const found = all.filter((m) => m.kind === kind);
-  expect(found).toHaveLength(1);
+  expect(found, kind).toHaveLength(1);
   return found[0] as T;
 }
 
@@ -64,18 +86,23 @@ afterEach(async () => {
 /** Warnings an example config must give here: a placeholder host, a token file that exists only in the pod. */
 const EXPECTED_WARNINGS = [/^api\.base_url is the placeholder/, /^api\.token_file: .* does not exist/];
 
-/** The ConfigMap's spoolship.yaml through the real loader (interpolation, schema, cross-checks). */
-async function embeddedConfig(cm: Manifest): Promise<{ config: Readonly<Config>; warnings: string[] }> {
+/** The ConfigMap's spoolship.yaml through the real loader (interpolation, schema, cross-checks), with the container's environment. */
+async function embeddedConfig(cm: Manifest, c?: IContainer): Promise<{ config: Readonly<Config>; warnings: string[] }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-k8s-'));
   dirs.push(dir);
   const file = path.join(dir, 'spoolship.yaml');
   await writeFile(file, (cm as unknown as { data: Record<string, string> }).data['spoolship.yaml']!);
-  const loaded = loadConfig({ file, env: {}, cwd: dir });
+  const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const loaded = loadConfig({ file, env, cwd: dir });
   return { config: loaded.config, warnings: loaded.warnings.filter((w) => !EXPECTED_WARNINGS.some((re) => re.test(w))) };
 }
 
 function podSpec(workload: Manifest): IPodSpec {
   return (workload as unknown as { spec: { template: { spec: IPodSpec } } }).spec.template.spec;
+}
+
+function podLabels(workload: Manifest): Record<string, string> {
+  return (workload as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
 }
 
 function mountOf(c: IContainer, volumes: IVolume[], mountPath: string): { volume: IVolume; readOnly: boolean } {
@@ -97,7 +124,8 @@ function expectAgentContainer(workload: Manifest, c: IContainer, config: Readonl
   expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' });
   expect(c.resources?.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
   expect(c.resources?.limits?.memory).toEqual(expect.any(String));
-  expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
+  // Non-root as 10001, from the pod's or the container's security context.
+  expect({ ...spec.securityContext, ...c.securityContext }).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
   expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
   // readOnlyRootFilesystem: /tmp must be a volume.
   expect(mountOf(c, spec.volumes!, '/tmp').volume.emptyDir).toBeDefined();
@@ -110,34 +138,87 @@ function expectAgentContainer(workload: Manifest, c: IContainer, config: Readonl
   expect(mountOf(c, spec.volumes!, '/etc/spoolship').volume.configMap).toBeDefined();
 
   expect(config.limits.redis_url).toMatch(/^redis:\/\/spoolship-redis\.spoolship\.svc/);
+  // Explicit: the default derives from the token, and a rotation mid-rollout would split the budget.
   expect(config.limits.budget_id).toBe('my-org-events');
+  // The PodMonitor scrapes it: its label and its port name.
+  expect(podLabels(workload)).toMatchObject({ 'spoolship-metrics': 'true' });
+  expect(portName).toBe('spoolship-admin');
+}
+
+/** The ConfigMap the workload mounts at /etc/spoolship: the generated one, by its hashed name. */
+function mountedConfigMap(all: Manifest[], workload: Manifest, c: IContainer): Manifest {
+  const spec = podSpec(workload);
+  const name = mountOf(c, spec.volumes!, '/etc/spoolship').volume.configMap!.name;
+  expect(name).toMatch(/^spoolship-config-[a-z0-9]{10}$/);
+  const cm = all.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name);
+  expect(cm, `ConfigMap ${name}`).toBeDefined();
+  return cm!;
+}
+
+/** Every YAML file under deploy/kubernetes (relative paths). */
+function sourceFiles(dir = DIR): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.yaml') ? [path.relative(DIR, path.join(dir, e.name))] : []));
 }
 
 describe('deploy/kubernetes', () => {
-  it('every manifest validates against the Kubernetes API schemas', async () => {
-    const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml'));
-    expect(files.sort()).toEqual(['daemonset.yaml', 'namespace.yaml', 'redis.yaml', 'secret.example.yaml', 'sidecar.yaml']);
-    for (const f of files) for (const m of await manifests(f)) expect(() => validate(m), `${f}: ${m.kind} ${m.metadata.name}`).not.toThrow();
+  const overlays = { daemonset: render('overlays/daemonset'), sidecar: render('overlays/sidecar'), redis: render('redis') };
+
+  it('is a kustomize base with daemonset and sidecar overlays; every file and every rendered object validates against the API schemas', async () => {
+    expect(sourceFiles().sort()).toEqual([
+      'base/kustomization.yaml',
+      'base/podmonitor.yaml',
+      'base/spoolship.yaml',
+      'overlays/daemonset/daemonset.yaml',
+      'overlays/daemonset/kustomization.yaml',
+      'overlays/sidecar/deployment.yaml',
+      'overlays/sidecar/kustomization.yaml',
+      'redis/kustomization.yaml',
+      'redis/namespace.yaml',
+      'redis/redis.yaml',
+      'secret.example.yaml',
+    ]);
+    for (const f of sourceFiles().filter((x) => !x.endsWith('kustomization.yaml') && x !== 'base/spoolship.yaml')) {
+      for (const m of parseManifests(await readFile(path.join(DIR, f), 'utf8'), f)) expect(() => validate(m), `${f}: ${m.kind} ${m.metadata.name}`).not.toThrow();
+    }
+    for (const [name, all] of Object.entries(overlays)) {
+      expect(all.length, name).toBeGreaterThan(1);
+      for (const m of all) expect(() => validate(m), `${name}: ${m.kind} ${m.metadata.name}`).not.toThrow();
+    }
+    expect(overlays.daemonset.map((m) => `${m.kind}/${m.metadata.namespace ?? ''}`).sort()).toEqual([
+      'ConfigMap/spoolship',
+      'DaemonSet/spoolship',
+      'Deployment/spoolship',
+      'Namespace/',
+      'PodMonitor/spoolship',
+      'Service/spoolship',
+    ]);
+    expect(overlays.sidecar.map((m) => `${m.kind}/${m.metadata.namespace ?? ''}`).sort()).toEqual(['ConfigMap/my-app', 'Deployment/my-app', 'PodMonitor/my-app']);
   });
 
-  it('the schema check catches a wrong value (it can fail)', async () => {
-    const ds = one(await manifests('daemonset.yaml'), 'DaemonSet');
+  it('the schema check catches a wrong value (it can fail)', () => {
+    const ds = one(overlays.daemonset, 'DaemonSet');
     const broken = structuredClone(ds);
     (podSpec(broken) as { terminationGracePeriodSeconds: unknown }).terminationGracePeriodSeconds = 'forty';
     expect(() => validate(broken)).toThrow(/terminationGracePeriodSeconds/);
     const noImage = structuredClone(ds);
     podSpec(noImage).containers[0]!.ports![0]!.containerPort = 'admin' as unknown as number;
     expect(() => validate(noImage)).toThrow(/containerPort/);
+    const pm = structuredClone(one(overlays.daemonset, 'PodMonitor')) as unknown as { spec: { podMetricsEndpoints: unknown } };
+    pm.spec.podMetricsEndpoints = 'spoolship-admin';
+    expect(() => validate(pm as unknown as Manifest)).toThrow(/podMetricsEndpoints/);
   });
 
-  it('the DaemonSet keeps spool and state on the host, shares the Redis budget, and stops within its grace period', async () => {
-    const all = await manifests('daemonset.yaml');
+  it('the DaemonSet keeps spool and state on the host, few connections per node, one explicit budget, and stops within its grace period', async () => {
+    const all = overlays.daemonset;
     const ds = one(all, 'DaemonSet');
-    const { config, warnings } = await embeddedConfig(one(all, 'ConfigMap'));
-    expect(warnings).toEqual([]);
     const spec = podSpec(ds);
     const c = spec.containers.find((x) => x.name === 'spoolship')!;
+    const { config, warnings } = await embeddedConfig(mountedConfigMap(all, ds, c), c);
+    expect(warnings).toEqual([]);
     expectAgentContainer(ds, c, config);
+    // Many nodes behind one NAT share the platform's 250 connections per IP.
+    expect(config.limits.max_connections).toBeLessThanOrEqual(8);
+    expect(parse(await readFile(path.join(DIR, 'base/spoolship.yaml'), 'utf8')).limits.budget_id).toBe('my-org-events');
 
     const spool = mountOf(c, spec.volumes!, config.spool.dir);
     expect(spool.volume.hostPath?.path).toBe(config.spool.dir);
@@ -153,29 +234,49 @@ describe('deploy/kubernetes', () => {
     expect((ds as unknown as { spec: { updateStrategy: unknown } }).spec.updateStrategy).toMatchObject({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0 } });
   });
 
-  it('the sidecar shares an emptyDir spool with the application and stops after it', async () => {
-    const all = await manifests('sidecar.yaml');
+  it('the sidecar shares an emptyDir spool with the application, stops after it, and leaves the application its own uid', async () => {
+    const all = overlays.sidecar;
     const dep = one(all, 'Deployment');
-    const { config, warnings } = await embeddedConfig(one(all, 'ConfigMap'));
-    expect(warnings).toEqual([]);
     const spec = podSpec(dep);
     const c = spec.initContainers!.find((x) => x.name === 'spoolship')!;
     expect(c.restartPolicy).toBe('Always'); // native sidecar: started first, stopped last
+    const { config, warnings } = await embeddedConfig(mountedConfigMap(all, dep, c), c);
+    expect(warnings).toEqual([]);
     expectAgentContainer(dep, c, config);
+    expect(config.spool.on_complete).toBe('delete'); // from the container's environment
+
+    // No user forced on the pod: the application container runs as its image says.
+    for (const key of ['runAsUser', 'runAsGroup', 'runAsNonRoot'] as const) expect(spec.securityContext?.[key], `pod securityContext.${key}`).toBeUndefined();
+    const app = spec.containers.find((x) => x.name === 'app')!;
+    expect(app.securityContext?.runAsUser).toBeUndefined();
+    expect(c.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 });
 
     const spool = mountOf(c, spec.volumes!, config.spool.dir);
     expect(spool.volume.emptyDir).toBeDefined();
-    const app = spec.containers.find((x) => x.name === 'app')!;
     expect(app.volumeMounts!.find((m) => m.name === spool.volume.name)?.mountPath).toBe(config.spool.dir);
     expect(mountOf(c, spec.volumes!, config.state_dir).volume.emptyDir).toBeDefined();
   });
 
+  it('the PodMonitor selects the pods of both shapes on the agent\'s admin port', () => {
+    for (const [shape, all] of [['daemonset', overlays.daemonset], ['sidecar', overlays.sidecar]] as const) {
+      const pm = one(all, 'PodMonitor') as unknown as Manifest & { spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: Array<{ port: string; path: string }> } };
+      const workload = all.find((m) => m.kind === (shape === 'daemonset' ? 'DaemonSet' : 'Deployment'))!;
+      expect(pm.metadata.namespace, shape).toBe(workload.metadata.namespace);
+      expect(podLabels(workload), shape).toMatchObject(pm.spec.selector.matchLabels);
+      const spec = podSpec(workload);
+      const agent = [...spec.containers, ...(spec.initContainers ?? [])].find((x) => x.name === 'spoolship')!;
+      expect(pm.spec.podMetricsEndpoints).toEqual([{ port: 'spoolship-admin', path: '/metrics', interval: '30s' }]);
+      expect(agent.ports!.map((p) => p.name), shape).toContain(pm.spec.podMetricsEndpoints[0]!.port);
+    }
+  });
+
   it('the Redis Service selects the Redis pods and matches the agents\' redis_url', async () => {
-    const all = await manifests('redis.yaml');
+    const all = overlays.redis;
     const svc = one(all, 'Service') as unknown as { metadata: { name: string; namespace: string }; spec: { selector: Record<string, string>; ports: Array<{ port: number }> } };
     const dep = one(all, 'Deployment') as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } };
     expect(dep.spec.template.metadata.labels).toMatchObject(svc.spec.selector);
-    const { config } = await embeddedConfig(one(await manifests('daemonset.yaml'), 'ConfigMap'));
+    const ds = one(overlays.daemonset, 'DaemonSet');
+    const { config } = await embeddedConfig(mountedConfigMap(overlays.daemonset, ds, podSpec(ds).containers[0]!));
     const url = new URL(config.limits.redis_url!);
     expect(url.hostname.split('.').slice(0, 2)).toEqual([svc.metadata.name, svc.metadata.namespace]);
     expect(Number(url.port)).toBe(svc.spec.ports[0]!.port);
