@@ -1,11 +1,12 @@
 // Re-forms batch bodies from recorded file ranges, exactly as the batcher
-// built them (empty lines skipped, "\r\n" -> "\n", a final line without
-// newline completed): after a crash the resent batch is byte-identical, so
+// built them (the line rules of batcher/lines.ts: empty lines skipped,
+// "\r\n" -> "\n", a final line without newline completed): after a crash the resent batch is byte-identical, so
 // the platform's 5-hour deduplication of partial inserts applies.
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
 import zlib from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
+import { contentEnd, lineEnd } from '../batcher/lines.js';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
 import { locateByIdentity } from '../state/store.js';
 
@@ -63,12 +64,10 @@ async function readRange(p: string, start: number, end: number, meta?: FileMeta)
 function eachLine(data: Buffer, base: number, fn: (content: Buffer, offset: number) => void): void {
   let pos = 0;
   while (pos < data.length) {
-    let nl = data.indexOf(10, pos);
-    const next = nl === -1 ? data.length : nl + 1;
-    if (nl === -1) nl = data.length;
-    const end = nl > pos && data[nl - 1] === 13 ? nl - 1 : nl;
+    const nl = lineEnd(data, pos, data.length);
+    const end = contentEnd(data, pos, nl);
     if (end > pos) fn(data.subarray(pos, end), base + pos);
-    pos = next;
+    pos = nl + 1;
   }
 }
 

@@ -1,7 +1,8 @@
 // One open batch per Data Source. Whole lines only: a batch body is lines
 // each ending in "\n", at most `maxBytes` (or the learned 413 limit)
-// uncompressed. "\r\n" becomes "\n"; empty lines are skipped (their bytes are
-// still claimed by the batch so the committed offset passes them).
+// uncompressed. The line rules ("\r\n" becomes "\n"; empty lines are
+// skipped, their bytes still claimed by the batch so the committed offset
+// passes them) are in lines.ts, shared with crash re-forming.
 //
 // Hot path: the tailer hands over chunks that end on a newline; runs of
 // ordinary lines are copied with one Buffer.copy, and no per-line object or
@@ -11,6 +12,7 @@
 // letter, in file order (the invariant Progress relies on).
 import { isUtf8 } from 'node:buffer';
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
+import { contentEnd as contentEndOf, lineEnd as newlineAt } from './lines.js';
 import type { DeadLetterInput } from '../deadletter/store.js';
 
 export interface TrackedFileRef {
@@ -93,10 +95,10 @@ export class Batcher {
     };
     let pos = from;
     while (pos < to) {
-      const nl = buf.indexOf(10, pos);
+      const nl = newlineAt(buf, pos, to);
       const next = nl + 1;
-      const hasCr = nl > pos && buf[nl - 1] === 13;
-      const contentEnd = hasCr ? nl - 1 : nl;
+      const contentEnd = contentEndOf(buf, pos, nl);
+      const hasCr = contentEnd !== nl;
       const contentLen = contentEnd - pos;
       const lineStart = offset + (pos - from);
       const lineEnd = offset + (next - from);

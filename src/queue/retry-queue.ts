@@ -2,13 +2,7 @@
 // quick retries, while parked, or at shutdown) wait here, so the tailer can
 // move on and the spool files stay the only other buffer.
 //
-// On-disk layout, `<state_dir>/queue/`:
-//   seg-<n>.q   framed records (util/framing.ts: [u32 len][u32 crc32][payload]),
-//               payload = [u32 LE header length][header JSON][body bytes];
-//               the body is the batch's exact compressed bytes (retries are
-//               byte-identical)
-//   acks.log    framed records, payload = JSON [segment, offset] of a record
-//               that was delivered (or dead-lettered)
+// On-disk layout (segments and acks.log): format.ts.
 //
 // Invariants:
 // - `append` resolves only after the record is fsync'd: the caller then lets
@@ -29,29 +23,25 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
-import { FRAME_HEADER_BYTES, frame, unframeAll } from '../util/framing.js';
+import {
+  ACKS_FILE,
+  ackKey,
+  decodeRecord,
+  encodeAck,
+  encodeRecordPrefix,
+  indexSegment,
+  listSegments,
+  readAcks,
+  readRecordHeader,
+  SEGMENT_BYTES,
+  segmentFile,
+  type QueuedHeader,
+  type QueueRef,
+} from './format.js';
 
-export const SEGMENT_BYTES = 64 * 1024 * 1024;
-
-export interface QueuedHeader {
-  /** The batch id of the journal (its ranges are already committed). */
-  id: number;
-  ds: string;
-  /** Content-Encoding of the body as it was compressed. */
-  encoding: string | null;
-  rawLen: number;
-  lines: number;
-  /** When the batch was first queued (ms since epoch): the 5-hour dedup window check. */
-  queuedAt: number;
-}
-
-export interface QueueRef {
-  seg: number;
-  off: number;
-}
+export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
 
 export interface QueuedBatch {
   ref: QueueRef;
@@ -118,16 +108,10 @@ export class RetryQueue {
   }
 
   private async appendNow(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
-    // The frame is [len][crc][u32 head length][head][body]; it is written from
-    // its parts, without copying the body twice (payload, then frame): those
-    // copies of up to max_bytes each showed in the peak RSS during outages.
-    const head = Buffer.from(JSON.stringify(header));
-    const prefix = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4 + head.length);
-    const payloadLen = 4 + head.length + body.length;
-    prefix.writeUInt32LE(payloadLen, 0);
-    prefix.writeUInt32LE(head.length, FRAME_HEADER_BYTES);
-    head.copy(prefix, FRAME_HEADER_BYTES + 4);
-    prefix.writeUInt32LE(zlib.crc32(body, zlib.crc32(prefix.subarray(FRAME_HEADER_BYTES))), 4);
+    // Written from its parts, without copying the body twice (payload, then
+    // frame): those copies of up to max_bytes each showed in the peak RSS
+    // during outages.
+    const prefix = encodeRecordPrefix(header, body);
     const recLen = prefix.length + body.length;
     if (!this.writeFh || this.writeSize + recLen > SEGMENT_BYTES) await this.rollSegment();
     const off = this.writeSize;
@@ -184,23 +168,14 @@ export class RetryQueue {
    */
   async list(): Promise<Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }>> {
     const out: Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }> = [];
-    const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
     for (const e of this.entries) {
       if (e.acked) continue;
       const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
       if (!fh) continue;
       try {
-        const { bytesRead } = await fh.read(head, 0, head.length, e.off);
-        if (bytesRead !== head.length) continue;
-        const headLen = head.readUInt32LE(FRAME_HEADER_BYTES);
-        if (headLen > e.len) continue;
-        const json = Buffer.allocUnsafe(headLen);
-        await fh.read(json, 0, headLen, e.off + head.length);
-        const header = JSON.parse(json.toString('utf8')) as QueuedHeader;
-        const bodyBytes = e.len - head.length - headLen;
-        if (typeof header.id === 'number' && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes, header, leased: e.leased });
-      } catch {
-        // A corrupt header: take() skips and counts the record.
+        // A corrupt header (null) is left to take(), which skips and counts the record.
+        const rec = await readRecordHeader(fh, e.off, e.len).catch(() => null);
+        if (rec && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes: rec.bodyBytes, header: rec.header, leased: e.leased });
       } finally {
         await fh.close();
       }
@@ -231,7 +206,7 @@ export class RetryQueue {
   private async ackNow(ref: QueueRef): Promise<void> {
     const e = this.find(ref);
     if (!e || e.acked) return;
-    await this.acksFh!.write(frame(Buffer.from(JSON.stringify([ref.seg, ref.off]))));
+    await this.acksFh!.write(encodeAck(ref));
     await this.acksFh!.sync();
     e.acked = true;
     e.leased = false;
@@ -252,7 +227,7 @@ export class RetryQueue {
   }
 
   private segPath(seg: number): string {
-    return path.join(this.dir, `seg-${String(seg).padStart(8, '0')}.q`);
+    return segmentFile(this.dir, seg);
   }
 
   private async read(e: Entry): Promise<QueuedBatch | null> {
@@ -261,13 +236,9 @@ export class RetryQueue {
       const buf = Buffer.allocUnsafe(e.len);
       const { bytesRead } = await fh.read(buf, 0, e.len, e.off);
       if (bytesRead !== e.len) return null;
-      const len = buf.readUInt32LE(0);
-      const payload = buf.subarray(FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + len);
-      if (zlib.crc32(payload) !== buf.readUInt32LE(4)) return null;
-      const headLen = payload.readUInt32LE(0);
-      const header = JSON.parse(payload.subarray(4, 4 + headLen).toString('utf8')) as QueuedHeader;
-      // A view, not a copy: the record buffer is this body plus a few bytes.
-      return { ref: { seg: e.seg, off: e.off }, header, body: payload.subarray(4 + headLen) };
+      // The body is a view, not a copy: the record buffer is this body plus a few bytes.
+      const rec = decodeRecord(buf);
+      return rec && { ref: { seg: e.seg, off: e.off }, header: rec.header, body: rec.body };
     } catch {
       return null;
     } finally {
@@ -296,47 +267,29 @@ export class RetryQueue {
   /** Index every segment by walking frame headers (bodies are not read), apply acks, cut torn tails. */
   private async load(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
-    const acked = await this.readAcks();
-    const segs = (await fsp.readdir(this.dir))
-      .map((n) => /^seg-(\d+)\.q$/.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
-    const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-    for (const seg of segs) {
+    const acked = await readAcks(this.dir);
+    for (const seg of await listSegments(this.dir)) {
       const fh = await fsp.open(this.segPath(seg), 'r+');
       try {
         const size = (await fh.stat()).size;
-        let off = 0;
-        while (off + FRAME_HEADER_BYTES <= size) {
-          await fh.read(head, 0, FRAME_HEADER_BYTES, off);
-          const len = FRAME_HEADER_BYTES + head.readUInt32LE(0);
-          if (off + len > size) {
-            // A damaged length field looks like a torn tail: only when no
-            // valid record follows is it one. Otherwise index on from there
-            // (the damaged record is reported; its lines are read again from
-            // the spool by the agent).
-            const next = await nextValidRecord(fh, off + 1, size);
-            if (next === -1) break;
-            this.onCorrupt(`damaged record in segment ${seg} at offset ${off} (${next - off} bytes)`);
-            off = next;
-            continue;
-          }
-          const isAcked = acked.has(`${seg}:${off}`);
+        const index = await indexSegment(fh, size);
+        // A damaged record's lines are read again from the spool by the agent.
+        for (const [off, bytes] of index.damaged) this.onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`);
+        for (const { off, len } of index.records) {
+          const isAcked = acked.has(ackKey({ seg, off }));
           this.entries.push({ seg, off, len, acked: isAcked, leased: false });
           if (!isAcked) {
             this.totalBytes += len;
             this.live++;
           }
-          off += len;
         }
-        if (off < size) {
-          this.onCorrupt(`torn tail of segment ${seg} (${size - off} bytes)`);
-          await fh.truncate(off);
+        if (index.end < size) {
+          this.onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`);
+          await fh.truncate(index.end);
           await fh.sync();
         }
         this.writeSeg = seg;
-        this.writeSize = off;
+        this.writeSize = index.end;
       } finally {
         await fh.close();
       }
@@ -348,24 +301,10 @@ export class RetryQueue {
     await this.rewriteAcks();
   }
 
-  private async readAcks(): Promise<Set<string>> {
-    const set = new Set<string>();
-    try {
-      const data = await fsp.readFile(path.join(this.dir, 'acks.log'));
-      for (const p of unframeAll(data).payloads) {
-        const [seg, off] = JSON.parse(p.toString('utf8')) as [number, number];
-        set.add(`${seg}:${off}`);
-      }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    return set;
-  }
-
   /** Keep only acks of records still on disk, written atomically. */
   private async rewriteAcks(): Promise<void> {
-    const file = path.join(this.dir, 'acks.log');
-    const keep = this.entries.filter((e) => e.acked).map((e) => frame(Buffer.from(JSON.stringify([e.seg, e.off]))));
+    const file = path.join(this.dir, ACKS_FILE);
+    const keep = this.entries.filter((e) => e.acked).map((e) => encodeAck(e));
     const tmp = `${file}.tmp`;
     await fsp.writeFile(tmp, Buffer.concat(keep));
     const fh = await fsp.open(tmp, 'r+');
@@ -375,23 +314,6 @@ export class RetryQueue {
     await fsyncDir(this.dir);
     this.acksFh = await fsp.open(file, 'a');
   }
-}
-
-/** The offset of the first record from `from` on whose length fits and whose CRC matches, or -1 (read only after damage). */
-async function nextValidRecord(fh: FileHandle, from: number, size: number): Promise<number> {
-  const rest = Buffer.allocUnsafe(size - from);
-  await fh.read(rest, 0, rest.length, from);
-  for (let p = 0; p + FRAME_HEADER_BYTES + 4 <= rest.length; p++) {
-    const len = rest.readUInt32LE(p);
-    const end = p + FRAME_HEADER_BYTES + len;
-    if (len < 4 || end > rest.length) continue;
-    const payload = rest.subarray(p + FRAME_HEADER_BYTES, end);
-    const headLen = payload.readUInt32LE(0);
-    // A record's header is JSON: a cheap check before the CRC.
-    if (headLen + 4 > len || payload[4] !== 0x7b) continue;
-    if (zlib.crc32(payload) === rest.readUInt32LE(p + 4)) return from + p;
-  }
-  return -1;
 }
 
 /** Positional write of `bufs` back to back from `off`, looping over short writes. */

@@ -40,11 +40,17 @@ export class Progress {
     return fp;
   }
 
-  /** Claim [start, end) of a file for `owner`; extends the owner's last range when contiguous. */
+  /**
+   * Claim [start, end) of a file for `owner`. Extends the owner's last range
+   * when contiguous, but only when it is also the owner's latest range: the
+   * ranges of a batch are in body order (re-forming reads them in that
+   * order), and a batch that took lines of another file in between must get
+   * a range of its own (a1, b1, a2 is not a1, a2, b1).
+   */
   claim(key: string, start: number, end: number, owner: number): RangeEntry {
     const fp = this.mustGet(key);
     const last = fp.entries[fp.entries.length - 1];
-    if (last && last.owner === owner && last.end === start && !last.done && owner !== DEAD_LETTER_OWNER) {
+    if (last && last.owner === owner && last.end === start && !last.done && owner !== DEAD_LETTER_OWNER && this.byOwner.get(owner)?.at(-1) === last) {
       last.end = end;
       return last;
     }

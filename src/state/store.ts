@@ -14,45 +14,16 @@
 //   offset back to the gap, and batches recorded after it are read again.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { StateCorruptError } from '../errors.js';
 import { sameContentStart } from '../spool/identity.js';
 import { listInodes } from '../spool/walk.js';
 import { mapLimit } from '../util/concurrency.js';
 import { atomicWrite } from '../util/fsx.js';
-import {
-  JournalWriter,
-  journalPath,
-  listJournals,
-  readJournal,
-  type FileMeta,
-  type JournalRecord,
-  type QueuedIntent,
-  type RangeRecord,
-} from './journal.js';
-import { CHECKPOINT_VERSION, decodeCheckpoint, encodeCheckpoint } from './checkpoint-format.js';
+import { JournalWriter, journalPath, listJournals, type FileMeta, type QueuedIntent, type RangeRecord } from './journal.js';
+import { CHECKPOINT_VERSION, encodeCheckpoint } from './checkpoint-format.js';
 import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
+import { CHECKPOINT_FILE, replayState, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
 
-export const CHECKPOINT_FILE = 'checkpoint.json';
-
-export interface IntentInfo {
-  id: number;
-  ds: string;
-  ranges: RangeRecord[];
-  at: number;
-  /** Lines read again for a damaged queue record: their ranges are committed already, so the intent is kept by itself. */
-  resend?: boolean;
-}
-
-export interface CheckpointFile {
-  version: number;
-  journal_seq: number;
-  prev_journal_seq: number;
-  next_id: number;
-  files: Array<FileMeta & { committed: number; ranges: Array<[number, number, number, boolean]>; seen?: SeenStat }>;
-  intents: IntentInfo[];
-  /** Batches in the disk queue (absent in checkpoints before queued intents existed). */
-  queued?: QueuedIntent[];
-}
+export { CHECKPOINT_FILE, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
 
 export interface Recovery {
   /** Batches sent (or about to be) before the stop and not acknowledged: re-form and resend, in id order. */
@@ -76,15 +47,6 @@ interface VerifiedStat {
   mtimeMs: number;
   ctimeMs: number;
 }
-
-/**
- * [size, mtimeMs, ctimeMs] of a file when its identity was last checked. A
- * file that still has exactly these (and its device and inode) is the same
- * file: a new file under a reused inode has a new ctime, as does a rename or
- * a truncation. Start-up then checks 10,000 idle files with one stat each
- * instead of reading each one's first bytes.
- */
-export type SeenStat = [number, number, number];
 
 export function sameAsSeen(seen: SeenStat | undefined, st: { size: number; mtimeMs: number; ctimeMs: number }): boolean {
   return seen !== undefined && st.size === seen[0] && st.mtimeMs === seen[1] && st.ctimeMs === seen[2];
@@ -283,46 +245,23 @@ export class StateStore {
   private async load(): Promise<void> {
     const dir = this.opts.stateDir;
     await fsp.mkdir(dir, { recursive: true });
-    const { cp, usedPrev, legacy, problem } = await readCheckpoint(dir);
-    const progress = this.progress;
-    const doneIds = new Set<number>();
-    if (cp) {
-      this.nextId = cp.next_id;
-      for (const f of cp.files) {
-        const { committed, ranges, seen, ...meta } = f;
-        const fp = progress.addFile(meta, committed);
-        if (isSeenStat(seen)) this.seen.set(meta.key, seen);
-        for (const [start, end, owner, done] of ranges) {
-          fp.entries.push({ key: meta.key, start, end, owner, done, recorded: true });
-        }
-      }
-      for (const i of cp.intents) this.intents.set(i.id, i);
-      for (const q of cp.queued ?? []) this.queued.set(q.id, q);
-    }
-    let tornJournal = false;
-    const corruptJournal: Recovery['corruptJournal'] = [];
-    const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
-    const seqs = (await listJournals(dir)).filter((s) => s >= startSeq);
-    for (const s of seqs) {
-      const file = journalPath(dir, s);
-      const { records, tornTail, corrupt } = await readJournal(file);
-      tornJournal ||= tornTail;
-      for (const c of corrupt) corruptJournal.push({ file, ...c });
-      for (const r of records) this.apply(r, doneIds);
-    }
-    const resumeAt = this.settle();
+    const replayed = await replayState(dir, this.progress, { repair: true });
+    this.nextId = replayed.nextId;
+    for (const [id, i] of replayed.intents) this.intents.set(id, i);
+    for (const [id, q] of replayed.queued) this.queued.set(id, q);
+    for (const [key, seen] of replayed.seen) this.seen.set(key, seen);
     await this.relocateFiles();
     this.recovery = {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
-      resumeAt,
-      usedPrevCheckpoint: usedPrev,
-      checkpointProblem: problem,
-      upgradedCheckpoint: legacy,
-      tornJournal,
-      corruptJournal,
+      resumeAt: replayed.resumeAt,
+      usedPrevCheckpoint: replayed.usedPrevCheckpoint,
+      checkpointProblem: replayed.checkpointProblem,
+      upgradedCheckpoint: replayed.upgradedCheckpoint,
+      tornJournal: replayed.tornJournal,
+      corruptJournal: replayed.corruptJournal,
     };
-    this.prevSeq = cp?.journal_seq ?? 0;
-    this.seq = Math.max(0, ...seqs, cp?.journal_seq ?? 0);
+    this.prevSeq = replayed.checkpointSeq;
+    this.seq = Math.max(0, ...replayed.journalSeqs, replayed.checkpointSeq);
     this.journal = new JournalWriter(journalPath(dir, this.seq), this.opts.onBackgroundError);
     await this.journal.open();
     // Compact what recovery learned right away, so a crash loop replays little.
@@ -353,113 +292,11 @@ export class StateStore {
       if (found.path !== fp.meta.path) fp.meta = { ...fp.meta, path: found.path };
     });
   }
-
-  private apply(r: JournalRecord, doneIds: Set<number>): void {
-    const progress = this.progress;
-    switch (r.t) {
-      case 'f': {
-        const { t: _t, ...meta } = r;
-        const fp = progress.files.get(meta.key);
-        if (fp) fp.meta = meta;
-        else progress.addFile(meta, 0);
-        return;
-      }
-      case 'q': {
-        const { t: _t, ...q } = r;
-        this.queued.set(q.id, q);
-        return;
-      }
-      case 'qa':
-        this.queued.delete(r.id);
-        return;
-      case 'i': {
-        this.nextId = Math.max(this.nextId, r.id + 1);
-        if (doneIds.has(r.id)) return;
-        this.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at, ...(r.resend ? { resend: true } : {}) });
-        for (const rg of r.ranges) {
-          progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: r.id, done: false, recorded: true });
-        }
-        return;
-      }
-      case 'a': {
-        doneIds.add(r.id);
-        // Only the files the intent names (a scan of every file per ack made
-        // replaying a long journal quadratic with 10,000 files).
-        const intent = this.intents.get(r.id);
-        this.intents.delete(r.id);
-        const files = intent ? new Set(intent.ranges.map((rg) => progress.files.get(rg.file))) : progress.files.values();
-        for (const fp of files) for (const e of fp?.entries ?? []) if (e.owner === r.id) e.done = true;
-        return;
-      }
-      case 'd':
-        for (const rg of r.ranges) {
-          progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: DEAD_LETTER_OWNER, done: true, recorded: true });
-        }
-        return;
-      case 'x':
-        progress.forget(r.key);
-        return;
-    }
-  }
-
-  /** Order entries, cut at gaps, drop what is committed, and compute resume offsets. */
-  private settle(): Map<string, number> {
-    // A gap means bytes from there on were claimed but never recorded (a
-    // crash between claiming a dead-letter range and recording it). Reading
-    // resumes at the gap, so every unfinished batch recorded after it is
-    // abandoned (read again as new data), in every file it touches.
-    const abandoned = new Set<number>();
-    let changed = true;
-    while (changed) {
-      changed = false;
-      for (const fp of this.progress.files.values()) {
-        fp.entries.sort((a, b) => a.start - b.start);
-        let pos = fp.committed;
-        let cut = fp.entries.length;
-        const kept: RangeEntry[] = [];
-        for (let i = 0; i < fp.entries.length; i++) {
-          const e = fp.entries[i]!;
-          if (e.end <= pos) continue; // already committed
-          if (e.start !== pos || abandoned.has(e.owner)) {
-            cut = i;
-            break;
-          }
-          kept.push(e);
-          pos = e.end;
-        }
-        for (let i = cut; i < fp.entries.length; i++) {
-          const e = fp.entries[i]!;
-          if (e.owner !== DEAD_LETTER_OWNER && !e.done && !abandoned.has(e.owner)) {
-            abandoned.add(e.owner);
-            changed = true;
-          }
-        }
-        fp.entries = kept;
-      }
-    }
-    for (const id of abandoned) this.intents.delete(id);
-    const resumeAt = new Map<string, number>();
-    for (const [key, fp] of this.progress.files) {
-      let n = 0;
-      while (n < fp.entries.length && fp.entries[n]!.done) n++;
-      if (n > 0) {
-        fp.committed = fp.entries[n - 1]!.end;
-        fp.entries.splice(0, n);
-      }
-      resumeAt.set(key, fp.entries.length ? fp.entries[fp.entries.length - 1]!.end : fp.committed);
-      this.progress.adoptEntries(fp.entries);
-    }
-    return resumeAt;
-  }
 }
 
 /** Path of the file with `meta`'s identity: its recorded path, or another name in the same directory; null when gone. */
 export async function locateByIdentity(meta: FileMeta): Promise<string | null> {
   return (await findByIdentity(meta))?.path ?? null;
-}
-
-function isSeenStat(v: unknown): v is SeenStat {
-  return Array.isArray(v) && v.length === 3 && v.every((n) => typeof n === 'number');
 }
 
 /** The file at its recorded path, when its stat is exactly the one last checked. */
@@ -490,35 +327,4 @@ async function findByIdentity(meta: FileMeta, inodesIn: (dir: string) => Promise
     if (found) return found;
   }
   return null;
-}
-
-/**
- * The checkpoint of a state_dir, or its `.prev` when it is unreadable; null
- * when there is none (a fresh state_dir). Read-only (the status command uses
- * it next to a running agent). When a checkpoint exists but neither version
- * is readable it throws: never silently "start at end", since without it we
- * do not know what was delivered.
- */
-export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean; legacy: boolean; problem: string | null }> {
-  const file = path.join(stateDir, CHECKPOINT_FILE);
-  let sawAny = false;
-  const problems: string[] = [];
-  for (const [f, isPrev] of [
-    [file, false],
-    [`${file}.prev`, true],
-  ] as const) {
-    let text: string;
-    try {
-      text = await fsp.readFile(f, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw err;
-    }
-    sawAny = true;
-    const parsed = decodeCheckpoint<CheckpointFile>(text);
-    if (parsed.ok) return { cp: parsed.value, usedPrev: isPrev, legacy: parsed.legacy, problem: problems[0] ?? null };
-    problems.push(`${f}: ${parsed.why}`);
-  }
-  if (sawAny) throw new StateCorruptError(stateDir, problems);
-  return { cp: null, usedPrev: false, legacy: false, problem: null };
 }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RetryQueue, SEGMENT_BYTES, type QueuedHeader } from '../../src/queue/retry-queue.js';
+import { readQueueRecords } from '../../src/status/queue-reader.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -85,6 +86,29 @@ describe('RetryQueue', () => {
     expect(rec?.body.toString()).toBe('fine');
     expect(corrupt).toHaveLength(1);
     expect(q2.batches).toBe(1);
+    await q2.close();
+  });
+
+  it('a damaged length field mid-segment: the queue and the read-only view (status, queue list) both skip that record and keep the ones after it', async () => {
+    const dir = await qdir();
+    const q = await RetryQueue.open(dir, 1 << 30, () => undefined);
+    await q.append(header(1), Buffer.from('first'));
+    const damaged = await q.append(header(2), Buffer.from('its length field is damaged'));
+    await q.append(header(3), Buffer.from('third'));
+    await q.append(header(4), Buffer.from('fourth'));
+    await q.close();
+    const seg = path.join(dir, (await readdir(dir)).find((n) => n.startsWith('seg-'))!);
+    const data = await readFile(seg);
+    data.writeUInt32LE(0x00ffffff, damaged.off); // runs past the end of the segment
+    await writeFile(seg, data);
+
+    const view = await readQueueRecords(dir);
+    expect(view.map((r) => r.header?.id)).toEqual([1, 3, 4]);
+    const corrupt: string[] = [];
+    const q2 = await RetryQueue.open(dir, 1 << 30, (w) => corrupt.push(w));
+    expect(corrupt).toEqual([expect.stringMatching(/^damaged record in segment \d+ at offset \d+/)]);
+    expect((await q2.list()).map((r) => r.header.id)).toEqual([1, 3, 4]);
+    expect(view.map((r) => [r.seg, r.off, r.len, r.bodyBytes])).toEqual((await q2.list()).map((r) => [r.ref.seg, r.ref.off, r.len, r.bodyBytes]));
     await q2.close();
   });
 

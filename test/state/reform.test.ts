@@ -65,4 +65,92 @@ describe('re-forming a batch from its recorded ranges', () => {
       '{"a":1}\n{"a":2}\n{"a":3,"pad":"' + 'x'.repeat(40) + '"}\n{"a":4}\n{"b":1}\n{"b":2}\n{"b":"tail without newline"}\n',
     );
   });
+
+  it('property: for random line mixes (CRLF, empty lines, lone CRs, too-long lines, partial last lines, several files, random chunking) every re-formed batch equals the batcher\'s', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-prop-'));
+    dirs.push(dir);
+    const CASES = 150;
+    for (let seed = 1; seed <= CASES; seed++) {
+      const rnd = mulberry32(seed);
+      const pick = (n: number) => Math.floor(rnd() * n);
+      const maxBytes = 16 + pick(200);
+      const files: Array<{ key: string; path: string; data: Buffer; complete: number }> = [];
+      for (let f = 0; f < 1 + pick(3); f++) {
+        let text = '';
+        for (let l = 0; l < pick(30); l++) {
+          const kind = pick(10);
+          if (kind === 0) text += '\n';
+          else if (kind === 1) text += '\r\n';
+          else {
+            // Content of 1..maxBytes+20 bytes (some too long for a batch: dead-lettered), now and then with a CR inside.
+            const len = 1 + pick(maxBytes + 20);
+            let content = '';
+            for (let i = 0; i < len; i++) content += pick(40) === 0 ? '\r' : String.fromCharCode(97 + pick(26));
+            text += content + (pick(3) === 0 ? '\r\n' : '\n');
+          }
+        }
+        if (pick(2) === 0) text += 'partial-' + 'z'.repeat(pick(20)) + (pick(4) === 0 ? '\r' : '');
+        const data = Buffer.from(text);
+        const file = path.join(dir, `s${seed}-f${f}.ndjson`);
+        await writeFile(file, data);
+        files.push({ key: `k${f}`, path: file, data, complete: data.lastIndexOf(10) + 1 });
+      }
+      const progress = new Progress();
+      for (const f of files) {
+        const st = await stat(f.path);
+        progress.addFile({ key: f.key, dev: st.dev, ino: st.ino, gen: 0, fp: '', fpLen: 0, path: f.path, ds: 'ev' }, 0);
+      }
+      const closed: ClosedBatch[] = [];
+      let id = 1;
+      const batcher = new Batcher({
+        progress,
+        newBatchId: () => id++,
+        now: () => 0,
+        maxBytes,
+        maxLineBytes: 1_000_000,
+        maxOpenBytes: 1_000_000,
+        validateJson: false,
+        capFor: () => maxBytes,
+        onClose: (batch) => closed.push({ ...batch, body: Buffer.from(batch.body) }),
+        onDeadLetter: () => undefined,
+      });
+      // Chunks end on a newline (as the tailer hands them over), cut at random newlines, files interleaved at random.
+      const pos = files.map(() => 0);
+      for (;;) {
+        const open = files.map((f, i) => i).filter((i) => pos[i]! < files[i]!.complete);
+        if (open.length === 0) break;
+        const i = open[pick(open.length)]!;
+        const f = files[i]!;
+        let to = f.data.indexOf(10, pos[i]!) + 1;
+        while (to < f.complete && pick(2) === 0) to = f.data.indexOf(10, to) + 1;
+        batcher.append({ key: f.key, ds: 'ev', path: f.path }, f.data, pos[i]!, to, pos[i]!);
+        pos[i] = to;
+      }
+      // Finished files: the partial last line is sent whole (the tailer adds the newline).
+      for (const f of files) {
+        if (f.complete === f.data.length) continue;
+        const tail = Buffer.concat([f.data.subarray(f.complete), Buffer.from('\n')]);
+        batcher.append({ key: f.key, ds: 'ev', path: f.path }, tail, 0, tail.length, f.complete);
+      }
+      batcher.closeAll();
+      const paths = Object.fromEntries(files.map((f) => [f.key, f.path]));
+      for (const batch of closed) {
+        const r = await reformBatch(progress.rangesOf(batch.id), (k) => paths[k], (k) => progress.files.get(k)?.meta);
+        expect(r.missing, `seed ${seed}, batch ${batch.id}`).toEqual([]);
+        expect(r.lines, `seed ${seed}, batch ${batch.id}`).toBe(batch.lines);
+        expect(r.body.toString('latin1'), `seed ${seed}, batch ${batch.id}`).toBe(batch.body.toString('latin1'));
+      }
+    }
+  });
 });
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,27 @@
+// The line rules, in one place: the batcher cuts batches with them and crash
+// re-forming (agent/reform.ts) rebuilds a batch's bytes from its file ranges
+// with them, so a re-formed batch is byte-identical to the one first sent
+// (test/state/reform.test.ts checks this for random line mixes).
+//
+// - A line ends at "\n". A "\r" right before it is not content ("\r\n" is
+//   sent as "\n"); a "\r" anywhere else is.
+// - A line with no content (only "\n" or "\r\n") is skipped: nothing is sent,
+//   its bytes are still claimed by the batch.
+// - A file's last line without "\n" is sent (with "\n") once the file is
+//   finished.
+//
+// Offsets only (no object per line): this runs on every byte read.
+
+export const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+
+/** The offset of the "\n" ending the line that starts at `pos`, or `end` when there is none before it. */
+export function lineEnd(buf: Buffer, pos: number, end: number): number {
+  const nl = buf.indexOf(NEWLINE, pos);
+  return nl === -1 || nl >= end ? end : nl;
+}
+
+/** Where the content of the line [pos, nl) ends: before a "\r" that precedes the newline. */
+export function contentEnd(buf: Buffer, pos: number, nl: number): number {
+  return nl > pos && buf[nl - 1] === CARRIAGE_RETURN ? nl - 1 : nl;
+}

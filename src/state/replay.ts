@@ -1,0 +1,247 @@
+// One replay of a state_dir (checkpoint, then the journals after it) into
+// per-file progress, for its two readers: the state store at start-up
+// (store.ts, which then relocates files and compacts) and `spoolship status`
+// beside a running agent (status/state-reader.ts, which must not write).
+// The journal and checkpoint formats are read by journal.ts and
+// checkpoint-format.ts; this module owns what the records mean: which
+// ranges belong to which batch, what is done, where reading resumes, and
+// which unfinished batches recovery re-forms.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { StateCorruptError } from '../errors.js';
+import { decodeCheckpoint } from './checkpoint-format.js';
+import { journalPath, listJournals, readJournal, type FileMeta, type JournalRecord, type QueuedIntent, type RangeRecord } from './journal.js';
+import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from './progress.js';
+
+export const CHECKPOINT_FILE = 'checkpoint.json';
+
+export interface IntentInfo {
+  id: number;
+  ds: string;
+  ranges: RangeRecord[];
+  at: number;
+  /** Lines read again for a damaged queue record: their ranges are committed already, so the intent is kept by itself. */
+  resend?: boolean;
+}
+
+export interface CheckpointFile {
+  version: number;
+  journal_seq: number;
+  prev_journal_seq: number;
+  next_id: number;
+  files: Array<FileMeta & { committed: number; ranges: Array<[number, number, number, boolean]>; seen?: SeenStat }>;
+  intents: IntentInfo[];
+  /** Batches in the disk queue (absent in checkpoints before queued intents existed). */
+  queued?: QueuedIntent[];
+}
+
+/**
+ * [size, mtimeMs, ctimeMs] of a file when its identity was last checked. A
+ * file that still has exactly these (and its device and inode) is the same
+ * file: a new file under a reused inode has a new ctime, as does a rename or
+ * a truncation. Start-up then checks 10,000 idle files with one stat each
+ * instead of reading each one's first bytes.
+ */
+export type SeenStat = [number, number, number];
+
+export interface ReplayedState {
+  /** Filled in place: the caller's Progress. */
+  progress: Progress;
+  /** Batches recorded and not acknowledged, not abandoned at a gap: recovery re-forms and resends them. */
+  intents: Map<number, IntentInfo>;
+  queued: Map<number, QueuedIntent>;
+  nextId: number;
+  /** Last identity-checked stat per file key, as the checkpoint kept it. */
+  seen: Map<string, SeenStat>;
+  /** Where reading resumes per file key. */
+  resumeAt: Map<string, number>;
+  usedPrevCheckpoint: boolean;
+  checkpointProblem: string | null;
+  upgradedCheckpoint: boolean;
+  tornJournal: boolean;
+  corruptJournal: Array<{ file: string; start: number; end: number }>;
+  /** The journal seq the checkpoint names (0 without a checkpoint). */
+  checkpointSeq: number;
+  /** The journals read, by seq. */
+  journalSeqs: number[];
+}
+
+/**
+ * Replay `stateDir` into `progress`. With `repair`, a torn journal tail is
+ * cut (the store, holding the lock); without it nothing is written (status).
+ */
+export async function replayState(stateDir: string, progress: Progress, { repair }: { repair: boolean }): Promise<ReplayedState> {
+  const { cp, usedPrev, legacy, problem } = await readCheckpoint(stateDir);
+  const st: ReplayedState = {
+    progress,
+    intents: new Map(),
+    queued: new Map(),
+    nextId: 1,
+    seen: new Map(),
+    resumeAt: new Map(),
+    usedPrevCheckpoint: usedPrev,
+    checkpointProblem: problem,
+    upgradedCheckpoint: legacy,
+    tornJournal: false,
+    corruptJournal: [],
+    checkpointSeq: cp?.journal_seq ?? 0,
+    journalSeqs: [],
+  };
+  const doneIds = new Set<number>();
+  if (cp) {
+    st.nextId = cp.next_id;
+    for (const f of cp.files) {
+      const { committed, ranges, seen, ...meta } = f;
+      const fp = progress.addFile(meta, committed);
+      if (isSeenStat(seen)) st.seen.set(meta.key, seen);
+      for (const [start, end, owner, done] of ranges) {
+        fp.entries.push({ key: meta.key, start, end, owner, done, recorded: true });
+      }
+    }
+    for (const i of cp.intents) st.intents.set(i.id, i);
+    for (const q of cp.queued ?? []) st.queued.set(q.id, q);
+  }
+  const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
+  st.journalSeqs = (await listJournals(stateDir)).filter((s) => s >= startSeq);
+  for (const s of st.journalSeqs) {
+    const file = journalPath(stateDir, s);
+    const { records, tornTail, corrupt } = await readJournal(file, repair);
+    st.tornJournal ||= tornTail;
+    for (const c of corrupt) st.corruptJournal.push({ file, ...c });
+    for (const r of records) apply(st, r, doneIds);
+  }
+  settle(st);
+  return st;
+}
+
+function isSeenStat(v: unknown): v is SeenStat {
+  return Array.isArray(v) && v.length === 3 && v.every((n) => typeof n === 'number');
+}
+
+function apply(st: ReplayedState, r: JournalRecord, doneIds: Set<number>): void {
+  const progress = st.progress;
+  switch (r.t) {
+    case 'f': {
+      const { t: _t, ...meta } = r;
+      const fp = progress.files.get(meta.key);
+      if (fp) fp.meta = meta;
+      else progress.addFile(meta, 0);
+      return;
+    }
+    case 'q': {
+      const { t: _t, ...q } = r;
+      st.queued.set(q.id, q);
+      return;
+    }
+    case 'qa':
+      st.queued.delete(r.id);
+      return;
+    case 'i': {
+      st.nextId = Math.max(st.nextId, r.id + 1);
+      if (doneIds.has(r.id)) return;
+      st.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at, ...(r.resend ? { resend: true } : {}) });
+      for (const rg of r.ranges) {
+        progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: r.id, done: false, recorded: true });
+      }
+      return;
+    }
+    case 'a': {
+      doneIds.add(r.id);
+      // Only the files the intent names (a scan of every file per ack made
+      // replaying a long journal quadratic with 10,000 files).
+      const intent = st.intents.get(r.id);
+      st.intents.delete(r.id);
+      const files = intent ? new Set(intent.ranges.map((rg) => progress.files.get(rg.file))) : progress.files.values();
+      for (const fp of files) for (const e of fp?.entries ?? []) if (e.owner === r.id) e.done = true;
+      return;
+    }
+    case 'd':
+      for (const rg of r.ranges) {
+        progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: DEAD_LETTER_OWNER, done: true, recorded: true });
+      }
+      return;
+    case 'x':
+      progress.forget(r.key);
+      return;
+  }
+}
+
+/** Order entries, cut at gaps, drop what is committed, and compute resume offsets. */
+function settle(st: ReplayedState): void {
+  // A gap means bytes from there on were claimed but never recorded (a
+  // crash between claiming a dead-letter range and recording it). Reading
+  // resumes at the gap, so every unfinished batch recorded after it is
+  // abandoned (read again as new data), in every file it touches.
+  const abandoned = new Set<number>();
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const fp of st.progress.files.values()) {
+      fp.entries.sort((a, b) => a.start - b.start);
+      let pos = fp.committed;
+      let cut = fp.entries.length;
+      const kept: RangeEntry[] = [];
+      for (let i = 0; i < fp.entries.length; i++) {
+        const e = fp.entries[i]!;
+        if (e.end <= pos) continue; // already committed
+        if (e.start !== pos || abandoned.has(e.owner)) {
+          cut = i;
+          break;
+        }
+        kept.push(e);
+        pos = e.end;
+      }
+      for (let i = cut; i < fp.entries.length; i++) {
+        const e = fp.entries[i]!;
+        if (e.owner !== DEAD_LETTER_OWNER && !e.done && !abandoned.has(e.owner)) {
+          abandoned.add(e.owner);
+          changed = true;
+        }
+      }
+      fp.entries = kept;
+    }
+  }
+  for (const id of abandoned) st.intents.delete(id);
+  const resumeAt = st.resumeAt;
+  for (const [key, fp] of st.progress.files) {
+    let n = 0;
+    while (n < fp.entries.length && fp.entries[n]!.done) n++;
+    if (n > 0) {
+      fp.committed = fp.entries[n - 1]!.end;
+      fp.entries.splice(0, n);
+    }
+    resumeAt.set(key, fp.entries.length ? fp.entries[fp.entries.length - 1]!.end : fp.committed);
+    st.progress.adoptEntries(fp.entries);
+  }
+}
+
+/**
+ * The checkpoint of a state_dir, or its `.prev` when it is unreadable; null
+ * when there is none (a fresh state_dir). Read-only (the status command uses
+ * it next to a running agent). When a checkpoint exists but neither version
+ * is readable it throws: never silently "start at end", since without it we
+ * do not know what was delivered.
+ */
+export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean; legacy: boolean; problem: string | null }> {
+  const file = path.join(stateDir, CHECKPOINT_FILE);
+  let sawAny = false;
+  const problems: string[] = [];
+  for (const [f, isPrev] of [
+    [file, false],
+    [`${file}.prev`, true],
+  ] as const) {
+    let text: string;
+    try {
+      text = await fsp.readFile(f, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    sawAny = true;
+    const parsed = decodeCheckpoint<CheckpointFile>(text);
+    if (parsed.ok) return { cp: parsed.value, usedPrev: isPrev, legacy: parsed.legacy, problem: problems[0] ?? null };
+    problems.push(`${f}: ${parsed.why}`);
+  }
+  if (sawAny) throw new StateCorruptError(stateDir, problems);
+  return { cp: null, usedPrev: false, legacy: false, problem: null };
+}
