@@ -28,6 +28,7 @@ import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
+import { StartedParts } from './lifecycle.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueOps } from '../control/queue-ops.js';
@@ -98,6 +99,8 @@ export class Agent {
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
   private fatalSeen = false;
+  /** What the start brought up, released last first when it fails part-way. */
+  private readonly parts = new StartedParts();
   /** Every part is built: /readyz and /status may read them. */
   private started = false;
 
@@ -124,27 +127,24 @@ export class Agent {
   }
 
   private async init(): Promise<void> {
-    const { config: c, deps } = this;
-    // The admin address first: a start refused for its config (a taken port)
-    // must create nothing (no state_dir, checkpoint or journal).
+    const { config: c, deps, parts } = this;
     try {
+      // The admin address first: a start refused for its config (a taken
+      // port) must create nothing (no state_dir, checkpoint or journal).
       await this.startAdmin();
-    } catch (err) {
-      await this.admin?.close().catch(() => undefined);
-      throw err;
-    }
-    try {
       this.lock = await acquireLock(c.state_dir);
-    } catch (err) {
-      await this.admin?.close().catch(() => undefined);
-      throw err;
-    }
-    try {
+      parts.add('state_dir lock', () => this.lock.release());
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
+      parts.add('state_dir watch', () => this.dirWatch?.close());
       await this.openState();
       const baseUrl = await this.connect();
       this.sender = this.createSender();
       this.pipeline = this.createPipeline();
+      parts.add('sender and pipeline', async () => {
+        this.sender.stop();
+        this.pipeline.stop();
+        await this.pipeline.drainAll();
+      });
       this.batcher = this.createBatcher();
       this.spooler = this.createSpooler();
       this.store.setSeenProvider((key) => this.spooler.tailers.get(key)?.seen ?? undefined);
@@ -152,16 +152,23 @@ export class Agent {
       this.updateQueueMetrics();
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
+      parts.add('queue replayer', () => this.replayer.stop());
       await this.replayRecovered();
       this.reconcileQueue();
+      parts.add('queue check', () => this.reconciling);
       this.started = true;
       await this.startControl();
+      parts.add('control socket', () => this.control?.close());
       this.spooler.start();
+      parts.add('spooler', () => this.spooler.stop());
       this.timer = setInterval(() => this.tick(), this.tickMs);
+      parts.add('timers', () => this.stopTimers());
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
       deps.log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
-      await this.releaseAfterFailedStart();
+      this.started = false;
+      this.closing ??= Promise.resolve();
+      for (const f of await parts.unwind()) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
       throw err;
     }
   }
@@ -171,6 +178,7 @@ export class Agent {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
     this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.onJournalError(err) });
+    this.parts.add('state store', () => this.store.close());
     const rec = this.store.recovery;
     if (rec.usedPrevCheckpoint) {
       log.error(
@@ -192,11 +200,13 @@ export class Agent {
       log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
     });
     await this.deadLetters.open();
+    this.parts.add('dead-letter store', () => this.deadLetters.flush());
     this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
       metrics.queueCorrupt.inc();
       log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
       this.reconcileQueue();
     });
+    this.parts.add('retry queue', () => this.queue.close());
     if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     // A kill -9 after a batch was queued durably and before its journal ack
     // was group-committed leaves it both queued and an open intent: it is
@@ -215,6 +225,7 @@ export class Agent {
     let baseUrl = c.api.base_url;
     if (baseUrl === 'embedded') {
       this.embedded = await startEmbedded(c.state_dir);
+      this.parts.add('embedded emulator', () => this.embedded?.close());
       baseUrl = this.embedded.url;
       this.token = await TokenSource.create(this.embedded.token, null);
       log.info({ url: baseUrl }, 'embedded emulator started');
@@ -229,7 +240,9 @@ export class Agent {
       log.info('token file changed; retrying parked requests');
       this.sender.wake();
     });
+    this.parts.add('token watch', () => this.token.close());
     this.client = new EventsClient(clientOptionsFrom(c, baseUrl, () => this.token.get()));
+    this.parts.add('HTTP client', () => this.client.destroy());
     this.limiter = await createLimiter({
       limits: c.limits,
       baseUrl,
@@ -237,6 +250,7 @@ export class Agent {
       log,
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
     });
+    this.parts.add('request budget', () => this.limiter.close());
     return baseUrl;
   }
 
@@ -411,7 +425,9 @@ export class Agent {
     });
     try {
       this.adminUrl = await this.admin.start(c.admin.listen);
+      this.parts.add('admin server', () => this.admin?.close());
     } catch (err) {
+      await this.admin.close().catch(() => undefined);
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
       throw new ConfigError([
         {
@@ -837,15 +853,6 @@ export class Agent {
     await this.clock.sleep(Math.max(0, deadline - this.clock.now()), done.signal);
     done.abort();
     return ok;
-  }
-
-  private async releaseAfterFailedStart(): Promise<void> {
-    await this.control?.close();
-    await this.dirWatch?.close();
-    await this.admin?.close().catch(() => undefined);
-    await this.embedded?.close().catch(() => undefined);
-    await this.store?.close().catch(() => undefined);
-    await this.lock?.release().catch(() => undefined);
   }
 }
 

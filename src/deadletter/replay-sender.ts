@@ -1,24 +1,21 @@
 // The sending half of `dead-letter replay`: the agent's own Sender (retries,
-// Retry-After, 400 bisection, 413 splits), EventsClient, codec and local
-// limiter, built from the config, with hooks that turn the Sender's callbacks
-// into one answer per line.
+// Retry-After, 400 bisection, 413 splits), EventsClient, codec and budget,
+// built from the config, with hooks that turn the Sender's callbacks into
+// one answer per line. Retries and splits are decided by the Sender alone,
+// as in `run` and `send`: a 400 is bisected down to the bad lines, and only
+// when single lines from 3 quarters of a batch fail with nothing accepted is
+// the problem the Data Source's own (README "How each server answer is
+// handled"): then the replay stops with bad_request.
 //
 // A parked budget (401/403: token_rejected, 404: workspace_not_found) stops
 // the replay at once: the agent would wait and probe every 60 s; a one-shot
 // command reports and exits instead. Lines whose batch was stopped are
-// 'unsent' (kept as they were).
+// 'unsent' (kept as they were); lines of a stopped batch that were
+// acknowledged before the stop are not known, so they may be sent again
+// (duplicates, never losses), as in the agent.
 //
-// Each batch gets its own Sender (sharing the client, codec and limiter), so
-// a Data Source park of one batch never holds the others. The Sender calls a
-// 400 on both halves of a first split "request-level" and parks the Data
-// Source (README "How each server answer is handled"); in a dead-letter file that is often just two bad
-// lines in both halves. So replay stops that batch and resends its
-// unanswered lines as two smaller batches, down to single lines (which the
-// Sender answers line by line). After REQUEST_LEVEL_BUDGET such splits for
-// one batch the Data Source's requests themselves are bad (its name): the
-// replay stops with bad_request. As in the agent, lines of a stopped batch
-// that were acknowledged before the stop are not known, so they may be sent
-// again (duplicates, never losses).
+// Each batch gets its own Sender (sharing the client, codec and budget), so
+// a Data Source park of one batch never holds the others.
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { TokenSource } from '../agent/token.js';
@@ -50,9 +47,6 @@ export interface ReplaySenderEvents {
   /** Where the shared budget's warnings go (a fallback to the local limit); stderr when absent. */
   log?: Logger;
 }
-
-/** Request-level splits one batch may take before the Data Source itself counts as bad. */
-export const REQUEST_LEVEL_BUDGET = 32;
 
 export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
   const token = await TokenSource.create(config.api.token, config.api.token_file);
@@ -91,24 +85,11 @@ class ReplaySender implements LineSender {
   }
 
   async send(ds: string, lines: readonly Buffer[]): Promise<LineResult[]> {
-    const answers: LineResult[] = lines.map(() => ({ kind: 'unsent' }));
-    let budget = REQUEST_LEVEL_BUDGET;
-    const pending: number[][] = [lines.map((_, i) => i)];
-    while (pending.length > 0 && !this.stopReason) {
-      const idx = pending.shift()!;
-      const r = await this.attempt(ds, idx.map((i) => lines[i]!));
-      idx.forEach((i, k) => (answers[i] = r.answers[k]!));
-      if (!r.requestLevel) continue;
-      const open = idx.filter((i) => answers[i]!.kind === 'unsent');
-      if (open.length === 0) continue;
-      if (--budget < 0) {
-        this.stop('bad_request', ds);
-        break;
-      }
-      const mid = Math.ceil(open.length / 2);
-      pending.unshift(open.slice(0, mid), open.slice(mid));
-    }
-    return answers;
+    if (this.stopReason) return lines.map(() => ({ kind: 'unsent' }));
+    const r = await this.attempt(ds, lines);
+    // The Sender found the requests themselves bad (the Data Source's name, say): nothing more of this replay can ship there.
+    if (r.requestLevel) this.stop('bad_request', ds);
+    return r.answers;
   }
 
   /** One delivery of `lines` as one root batch through a Sender of its own. */

@@ -162,6 +162,22 @@ describe('dead-letter replay', () => {
     expect(reqs.length).toBeLessThan(20);
   });
 
+  it('every line rejected (the Data Source itself is refused): the request-level rule of the sender stops the replay with bad_request, every record kept', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'reject_marker', marker: '"k"' }] });
+    const state = path.join(dir, 'state');
+    const lines = Array.from({ length: 40 }, (_, i) => JSON.stringify({ k: i }));
+    const file = await writeDeadLetters(state, 'app.ndjson', lines.map((l) => dlInput('app', l)));
+    const before = readFileSync(file, 'utf8');
+    const cfg = await writeConfig(dir, emu, { compression: { codec: 'none' } });
+    const r = await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ selected: 40, acknowledged: 0, rejected: 0, stopped: 'bad_request', remaining: 40 });
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    // Decided by the sender's 3-quarters rule in O(log n) probes, not by splitting down to every line.
+    expect(emu.requests().length).toBeLessThan(20);
+  });
+
   it('filters: only the selected records are sent and removed; the rest stay byte for byte', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
