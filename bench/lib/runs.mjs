@@ -105,7 +105,7 @@ export async function runReference(corpus, codec, level) {
 }
 
 /** Run spoolship on a corpus until every line is acknowledged. */
-export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null } = {}) {
+export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null, idleMs = 0 } = {}) {
   const { root, opt, work } = ctx;
   const sink = ctx.sink;
   const dir = mkdtempSync(path.join(work, 'agent-'));
@@ -142,6 +142,15 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     await agent.stop();
     throw err;
   }
+  // Once everything is acknowledged: the agent's CPU while it only follows
+  // the files (rescans, idle checks), as % of one core.
+  let idleCpuPct = null;
+  if (idleMs > 0) {
+    const cpu0 = readProc(agent.pid)?.cpuS ?? 0;
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, idleMs));
+    idleCpuPct = (100 * ((readProc(agent.pid)?.cpuS ?? 0) - cpu0)) / ((performance.now() - t0) / 1000);
+  }
   const text = await agent.metrics();
   const profFile = path.join(dir, 'agent.cpuprofile');
   const gotProfile = profile ? await agent.dumpProfile(profFile) : false;
@@ -165,6 +174,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     inFlightLimit: metric(text, 'spoolship_in_flight_limit'),
     sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
     peakFds: s.peakFds,
+    idleCpuPct,
     firstRequestMs: watch.firstMs,
     steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
     exit: s.exit,

@@ -16,10 +16,10 @@ import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, type Readiness } from '../admin/server.js';
-import { EventsClient } from '../sender/http-client.js';
-import { clientOptionsFrom, inFlightCeiling, senderSettingsFrom } from '../sender/from-config.js';
+import type { EventsClient } from '../sender/http-client.js';
+import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
+import { inFlightCeiling } from '../sender/from-config.js';
 import type { RateLimiter } from '../sender/limiter.js';
-import { createLimiter } from '../sender/limiter-factory.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
 import { Admission } from '../spool/admission.js';
@@ -36,7 +36,7 @@ import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, rangeCrcs, reformBatch } from './reform.js';
-import { TokenSource } from './token.js';
+import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
 import { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
@@ -74,6 +74,7 @@ export class Agent {
   private deadLetters!: DeadLetterStore;
   private sender!: Sender;
   private limiter!: RateLimiter;
+  private engine!: DeliveryEngine;
   private client!: EventsClient;
   private batcher!: Batcher;
   private spooler!: Spooler;
@@ -241,16 +242,19 @@ export class Agent {
       this.sender.wake();
     });
     this.parts.add('token watch', () => this.token.close());
-    this.client = new EventsClient(clientOptionsFrom(c, baseUrl, () => this.token.get()));
-    this.parts.add('HTTP client', () => this.client.destroy());
-    this.limiter = await createLimiter({
-      limits: c.limits,
+    this.engine = await openDelivery(c, {
       baseUrl,
-      token: this.token.get(),
+      token: () => this.token.get(),
       log,
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
+      codec: this.codec,
     });
-    this.parts.add('request budget', () => this.limiter.close());
+    this.client = this.engine.client;
+    this.limiter = this.engine.limiter;
+    this.parts.add('delivery engine', async () => {
+      await this.client.destroy();
+      await this.limiter.close();
+    });
     return baseUrl;
   }
 
@@ -464,13 +468,9 @@ export class Agent {
   private createSender(): Sender {
     const { config: c, metrics, deps } = this;
     const log = deps.log;
-    return new Sender({
-      client: this.client,
-      codec: this.codec,
-      limiter: this.limiter,
+    return createSender(this.engine, c, {
       clock: this.clock,
       random: deps.random ?? Math.random,
-      ...senderSettingsFrom(c),
       hooks: {
         onRequest: (ds, status, seconds, wireBytes, outcome) => {
           metrics.requests.inc({ datasource: ds, status: String(status) });

@@ -16,15 +16,12 @@
 //
 // Each batch gets its own Sender (sharing the client, codec and budget), so
 // a Data Source park of one batch never holds the others.
-import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
-import { TokenSource } from '../agent/token.js';
-import { EventsClient } from '../sender/http-client.js';
-import { clientOptionsFrom, senderSettingsFrom } from '../sender/from-config.js';
-import type { RateLimiter } from '../sender/limiter.js';
-import { createLimiter } from '../sender/limiter-factory.js';
-import { createLogger, type Logger } from '../log.js';
-import { Sender, type RootBatch } from '../sender/sender.js';
+import { createLogger } from '../log.js';
+import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
+import { TokenSource } from '../sender/token.js';
+import type { Logger } from '../log.js';
+import type { RootBatch, Sender } from '../sender/sender.js';
 import { systemClock } from '../util/clock.js';
 import type { DeadLetterReason } from './store.js';
 
@@ -50,16 +47,13 @@ export interface ReplaySenderEvents {
 
 export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
   const token = await TokenSource.create(config.api.token, config.api.token_file);
-  const client = new EventsClient(clientOptionsFrom(config, config.api.base_url, () => token.get()));
-  // The same budget as `run` (with limits.redis_url: the fleet's shared one), so a replay never adds to a 429 storm.
-  const limiter = await createLimiter({
-    limits: config.limits,
+  // The same engine and budget as `run` (with limits.redis_url: the fleet's shared one), so a replay never adds to a 429 storm.
+  const engine = await openDelivery(config, {
     baseUrl: config.api.base_url,
-    token: token.get(),
+    token: () => token.get(),
     log: events.log ?? createLogger({ level: 'warn', format: config.log.format }, process.stderr),
-    onFallback: () => undefined,
   });
-  return new ReplaySender(config, client, limiter, events);
+  return new ReplaySender(config, engine, events);
 }
 
 interface Attempt {
@@ -70,19 +64,15 @@ interface Attempt {
 
 class ReplaySender implements LineSender {
   stopReason: StopReason | null = null;
-  private readonly codec: Codec;
   private readonly live = new Set<Sender>();
   private nextId = 1;
   private readonly retrying = new Set<string>();
 
   constructor(
     private readonly config: Readonly<Config>,
-    private readonly client: EventsClient,
-    private readonly limiter: RateLimiter,
+    private readonly engine: DeliveryEngine,
     private readonly events: ReplaySenderEvents,
-  ) {
-    this.codec = createCodec(config.compression.codec, config.compression.level);
-  }
+  ) {}
 
   async send(ds: string, lines: readonly Buffer[]): Promise<LineResult[]> {
     if (this.stopReason) return lines.map(() => ({ kind: 'unsent' }));
@@ -97,7 +87,7 @@ class ReplaySender implements LineSender {
     const a: Attempt = { sender: null as unknown as Sender, answers: lines.map(() => ({ kind: 'unsent' })), requestLevel: false };
     a.sender = this.createSender(a);
     const raw = Buffer.concat(lines.flatMap((l) => [l, NEWLINE]));
-    const root: RootBatch = { id: this.nextId++, ds, body: await this.codec.compress(raw), encoding: this.codec.contentEncoding, rawLen: raw.length, lines: lines.length };
+    const root: RootBatch = { id: this.nextId++, ds, body: await this.engine.codec.compress(raw), encoding: this.engine.codec.contentEncoding, rawLen: raw.length, lines: lines.length };
     this.live.add(a.sender);
     try {
       // 'done': every part was acknowledged or rejected. 'aborted': parts
@@ -113,14 +103,8 @@ class ReplaySender implements LineSender {
   }
 
   private createSender(a: Attempt): Sender {
-    const c = this.config;
-    return new Sender({
-      client: this.client,
-      codec: this.codec,
-      limiter: this.limiter,
+    return createSender(this.engine, this.config, {
       clock: systemClock,
-      random: Math.random,
-      ...senderSettingsFrom(c),
       hooks: {
         onRequest: () => undefined,
         onRetry: (reason, ds) => {
@@ -152,8 +136,7 @@ class ReplaySender implements LineSender {
 
   async close(): Promise<void> {
     for (const s of this.live) s.stop();
-    await this.client.close();
-    await this.limiter.close();
+    await this.engine.close();
   }
 }
 

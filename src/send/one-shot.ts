@@ -4,14 +4,12 @@
 // A rejected token or host (401/403/404) or a request-level 400 stops the
 // run at once: nothing is retried forever.
 import { Batcher, type ClosedBatch } from '../batcher/batcher.js';
-import { createCodec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
-import { EventsClient } from '../sender/http-client.js';
-import { clientOptionsFrom, inFlightCeiling, senderSettingsFrom } from '../sender/from-config.js';
-import { createLocalLimiter } from '../sender/limiter.js';
-import { Sender } from '../sender/sender.js';
+import { createSender, openDelivery } from '../sender/engine.js';
+import { inFlightCeiling } from '../sender/from-config.js';
+import type { Sender } from '../sender/sender.js';
 import path from 'node:path';
 import { locateLines } from '../agent/reform.js';
 import type { RangeRecord } from '../state/journal.js';
@@ -74,21 +72,16 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     seconds: 0,
   };
   const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
-  const client = new EventsClient(clientOptionsFrom(c, o.baseUrl, () => o.token));
-  const limiter = createLocalLimiter(c.limits.requests_per_second);
-  const codec = createCodec(c.compression.codec, c.compression.level);
+  // The same engine as `run`: with limits.redis_url, the fleet's shared budget.
+  const engine = await openDelivery(c, { baseUrl: o.baseUrl, token: () => o.token, log: o.log });
+  const codec = engine.codec;
   const storeDeadLetter = async (input: DeadLetterInput) => {
     await o.deadLetters.add(input);
     countDl(input.reason, 1);
     o.onDone?.(input.bytes + 1);
   };
-  const sender: Sender = new Sender({
-    client,
-    codec,
-    limiter,
+  const sender: Sender = createSender(engine, c, {
     clock: systemClock,
-    random: Math.random,
-    ...senderSettingsFrom(c),
     hooks: {
       onRequest: (_ds, status, _s, wire) => {
         summary.requests[String(status)] = (summary.requests[String(status)] ?? 0) + 1;
@@ -204,8 +197,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   } finally {
     clearInterval(tick);
     sender.stop();
-    await client.close().catch(() => undefined);
-    await limiter.close();
+    await engine.close().catch(() => undefined);
     await o.deadLetters.flush();
   }
   const dead = Object.values(summary.lines_dead_lettered).reduce((a, b) => a + b, 0);
