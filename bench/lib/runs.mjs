@@ -105,7 +105,7 @@ export async function runReference(corpus, codec, level) {
 }
 
 /** Run spoolship on a corpus until every line is acknowledged. */
-export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null, idleMs = 0 } = {}) {
+export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null, idleMs = 0, settleMs = 0 } = {}) {
   const { root, opt, work } = ctx;
   const sink = ctx.sink;
   const dir = mkdtempSync(path.join(work, 'agent-'));
@@ -144,12 +144,21 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
   }
   // Once everything is acknowledged: the agent's CPU while it only follows
   // the files (rescans, idle checks), as % of one core.
+  // Two windows: right after the last acknowledgement (the last checkpoints,
+  // descriptors still open), and after idle_ms has passed and every file
+  // has given its descriptor back (steady state).
   let idleCpuPct = null;
-  if (idleMs > 0) {
+  let idleSteadyCpuPct = null;
+  const cpuOver = async (ms) => {
     const cpu0 = readProc(agent.pid)?.cpuS ?? 0;
     const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, idleMs));
-    idleCpuPct = (100 * ((readProc(agent.pid)?.cpuS ?? 0) - cpu0)) / ((performance.now() - t0) / 1000);
+    await new Promise((r) => setTimeout(r, ms));
+    return (100 * ((readProc(agent.pid)?.cpuS ?? 0) - cpu0)) / ((performance.now() - t0) / 1000);
+  };
+  if (idleMs > 0) {
+    idleCpuPct = await cpuOver(idleMs);
+    if (settleMs > idleMs) await new Promise((r) => setTimeout(r, settleMs - idleMs));
+    if (settleMs > 0) idleSteadyCpuPct = await cpuOver(idleMs);
   }
   const text = await agent.metrics();
   const profFile = path.join(dir, 'agent.cpuprofile');
@@ -175,6 +184,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
     peakFds: s.peakFds,
     idleCpuPct,
+    idleSteadyCpuPct,
     firstRequestMs: watch.firstMs,
     steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
     exit: s.exit,

@@ -40,7 +40,7 @@ import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
 import { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
-import { redactUrl, statusReport } from './status.js';
+import { redactUrl, statusReport } from '../report/from-agent.js';
 
 /** Compact the journal into the checkpoint this often. */
 const CHECKPOINT_EVERY_MS = 5000;
@@ -613,7 +613,11 @@ export class Agent {
     this.updateQueueMetrics();
     this.counts.flush();
     const now = this.clock.now();
-    if (!this.checkpointing && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || this.store.journalBytes > CHECKPOINT_JOURNAL_BYTES)) {
+    // Nothing journaled since the last checkpoint, and the last one did not
+    // fail: nothing to compact (with 20,000 files a checkpoint is a few MB
+    // of JSON, every 5 s while idle).
+    const journaled = this.store.journalBytes;
+    if (!this.checkpointing && (journaled > 0 || this.checkpointFault !== null) && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || journaled > CHECKPOINT_JOURNAL_BYTES)) {
       this.lastCheckpointAt = now;
       this.checkpointing = this.store
         .checkpoint()
@@ -652,7 +656,7 @@ export class Agent {
     return { ready: reasons.length === 0, reasons };
   }
 
-  /** The body of /status and of `spoolship status --json`: the StatusReport of src/status/report.ts. */
+  /** The body of /status and of `spoolship status --json`: the StatusReport of src/report/report.ts. */
   status(): unknown {
     return statusReport({
       tailers: this.spooler.tailers.values(),

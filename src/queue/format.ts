@@ -1,7 +1,7 @@
 // The disk retry queue's on-disk format, read and written here only: by the
 // queue itself (retry-queue.ts) and by the read-only views of `spoolship
 // status` and `spoolship queue list` on a stopped agent
-// (status/queue-reader.ts), so they cannot disagree about what is queued.
+// (report/queue-reader.ts), so they cannot disagree about what is queued.
 //
 // Layout of `<state_dir>/queue/`:
 //   seg-<n>.q   framed records (util/framing.ts: [u32 len][u32 crc32][payload]),

@@ -1,7 +1,7 @@
 // One replay of a state_dir (checkpoint, then the journals after it) into
 // per-file progress, for its two readers: the state store at start-up
 // (store.ts, which then relocates files and compacts) and `spoolship status`
-// beside a running agent (status/state-reader.ts, which must not write).
+// beside a running agent (report/state-reader.ts, which must not write).
 // The journal and checkpoint formats are read by journal.ts and
 // checkpoint-format.ts; this module owns what the records mean: which
 // ranges belong to which batch, what is done, where reading resumes, and

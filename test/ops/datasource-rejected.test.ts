@@ -6,7 +6,7 @@
 // Retry-After.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StatusReport } from '../../src/status/report.js';
+import type { StatusReport } from '../../src/report/report.js';
 import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 import { JumpClock } from '../support/jump-clock.js';
 

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
-import type { StatusReport } from '../../src/status/report.js';
+import type { StatusReport } from '../../src/report/report.js';
 import { configFor, onCleanup, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 
 describe('quarantined rows', () => {

@@ -5,7 +5,7 @@ import { appendFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StatusReport } from '../../src/status/report.js';
+import type { StatusReport } from '../../src/report/report.js';
 import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 import { CLI, listenOf, runCli, startCli, writeConfig } from './helpers.js';
 

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StatusReport } from '../../src/status/report.js';
+import type { StatusReport } from '../../src/report/report.js';
 import { lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
 
 /** A port nothing listens on: bound, then closed. */

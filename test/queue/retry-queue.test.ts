@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RetryQueue, SEGMENT_BYTES, type QueuedHeader } from '../../src/queue/retry-queue.js';
-import { readQueueRecords } from '../../src/status/queue-reader.js';
+import { readQueueRecords } from '../../src/report/queue-reader.js';
 
 const dirs: string[] = [];
 afterEach(async () => {

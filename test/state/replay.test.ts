@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { FileMeta } from '../../src/state/journal.js';
 import { DEAD_LETTER_OWNER } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
-import { readStateView } from '../../src/status/state-reader.js';
+import { readStateView } from '../../src/report/state-reader.js';
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -17,7 +17,7 @@ import { locateLines } from '../../agent/reform.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
 import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';
-import { readQueueRecords, type QueueRecordView } from '../../status/queue-reader.js';
+import { readQueueRecords, type QueueRecordView } from '../../report/queue-reader.js';
 import { acquireLock } from '../../state/lock.js';
 import { StateStore } from '../../state/store.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';

@@ -5,8 +5,8 @@ import { loadConfig } from '../../config/index.js';
 import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { createLogger } from '../../log.js';
-import { runSend, type SendInput, type SendSummary } from '../../send/one-shot.js';
-import { ProgressDisplay } from '../../send/progress.js';
+import { runSend, type SendInput, type SendSummary } from '../../one-shot/send.js';
+import { ProgressDisplay } from '../../one-shot/progress.js';
 import { DATASOURCE_NAME } from '../../spool/routes.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 

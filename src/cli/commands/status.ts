@@ -1,10 +1,10 @@
 // `spoolship status [-c FILE] [--json] [--watch]`: progress per Data Source
 // and per file, from the running agent's /status, or from the state_dir when
-// the agent is down or has no admin endpoint (src/status/collect.ts).
+// the agent is down or has no admin endpoint (src/report/collect.ts).
 import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
 import { EXIT_OK, SpoolshipError } from '../../errors.js';
-import { collectStatus } from '../../status/collect.js';
-import { renderStatus } from '../../status/render.js';
+import { collectStatus } from '../../report/collect.js';
+import { renderStatus } from '../../report/render.js';
 import { systemClock } from '../../util/clock.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 

@@ -1,5 +1,5 @@
 // The agent's status report: the body of /status and of
-// `spoolship status --json` (the StatusReport of src/status/report.ts), built
+// `spoolship status --json` (the StatusReport of src/report/report.ts), built
 // from a snapshot of the running parts.
 import type { Readiness } from '../admin/server.js';
 

@@ -1,7 +1,7 @@
 // The progress line of `spoolship send`: the bar follows what is acknowledged
 // (or dead-lettered), not what was read ahead; the ETA carries its unit.
 import { describe, expect, it } from 'vitest';
-import { duration, renderProgress } from '../../src/send/progress.js';
+import { duration, renderProgress } from '../../src/one-shot/progress.js';
 
 describe('send progress', () => {
   it('shows 45 % when everything is read and 45 % of it is acknowledged, with an ETA in seconds', () => {
