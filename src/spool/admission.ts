@@ -29,16 +29,22 @@ export class Admission {
     this.excluded = (p) => matchers.some((m) => m(p));
   }
 
-  /** May `p` (a symlink when `isLink`) be read? */
-  async admit(p: string, isLink: boolean): Promise<boolean> {
+  /**
+   * May `p` be read? `link`: the symlink it is reached through (itself, or
+   * the linked directory it is in), null when none. A skipped link is
+   * reported once, by the link (one WARN for a linked directory, not one per
+   * file in it).
+   */
+  async admit(p: string, link: string | null): Promise<boolean> {
     if (this.excluded(p)) return false;
-    if (!isLink || this.o.followSymlinks === 'any') return true;
-    if (this.o.followSymlinks === 'never') return this.skip(p, null, 'spool.follow_symlinks is never');
+    if (link === null || this.o.followSymlinks === 'any') return true;
+    if (this.o.followSymlinks === 'never') return this.skip(link, null, 'spool.follow_symlinks is never');
     const target = await fsp.realpath(p).catch(() => null);
     if (target === null) return false; // dangling: nothing to read (yet)
     if (this.excluded(target)) return false;
     for (const root of await this.roots()) if (target.startsWith(root)) return true;
-    return this.skip(p, target, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');
+    const linkTarget = link === p ? target : await fsp.realpath(link).catch(() => target);
+    return this.skip(link, linkTarget, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');
   }
 
   /** Real paths of spool.dir and the sources' base directories, each ending in a separator (resolved per call: they may appear later). */

@@ -252,7 +252,7 @@ export class Spooler {
     const listed = await this.listCandidates();
     for (const p of listed.paths) {
       const ds = this.o.router.route(p);
-      if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.has(p))))) candidates.push({ p, ds });
+      if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.get(p) ?? null)))) candidates.push({ p, ds });
     }
     // Stat every path, then read the first bytes of the files not yet
     // tracked, SCAN_CONCURRENCY at a time; the decisions below stay in path
@@ -535,7 +535,7 @@ export class Spooler {
     return false;
   }
 
-  private listCandidates(): Promise<{ paths: string[]; links: Set<string> }> {
+  private listCandidates(): Promise<{ paths: string[]; links: Map<string, string> }> {
     return listFiles(this.o.router.walkRoots());
   }
 }

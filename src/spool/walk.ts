@@ -4,15 +4,21 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { mapLimit } from '../util/concurrency.js';
 
-/** Every file (or symlink) under each root, down to its depth, sorted; `links` says which are symlinks. */
-export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<{ paths: string[]; links: Set<string> }> {
+/**
+ * Every file (or symlink) under each root, down to its depth, sorted.
+ * `links` maps each path reached through a symlink to that symlink: the path
+ * itself for a linked file, the directory's link for the files in a linked
+ * directory (a Data Source directory that is a symlink is walked like any
+ * other; spool.follow_symlinks decides whether its files are read).
+ */
+export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<{ paths: string[]; links: Map<string, string> }> {
   const out = new Set<string>();
-  const links = new Set<string>();
-  for (const root of roots) await walk(path.normalize(root.dir), root.depth, out, links);
+  const links = new Map<string, string>();
+  for (const root of roots) await walk(path.normalize(root.dir), root.depth, out, links, null);
   return { paths: [...out].sort(), links };
 }
 
-async function walk(dir: string, depth: number, out: Set<string>, links: Set<string>): Promise<void> {
+async function walk(dir: string, depth: number, out: Set<string>, links: Map<string, string>, viaLink: string | null): Promise<void> {
   if (depth <= 0) return;
   let entries;
   try {
@@ -25,11 +31,19 @@ async function walk(dir: string, depth: number, out: Set<string>, links: Set<str
   const base = dir.endsWith(path.sep) ? dir : dir + path.sep;
   for (const e of entries) {
     const p = base + e.name;
-    if (e.isDirectory()) await walk(p, depth - 1, out, links);
-    else if (e.isFile()) out.add(p);
-    else if (e.isSymbolicLink()) {
+    if (e.isDirectory()) await walk(p, depth - 1, out, links, viaLink);
+    else if (e.isFile()) {
       out.add(p);
-      links.add(p);
+      if (viaLink !== null) links.set(p, viaLink);
+    } else if (e.isSymbolicLink()) {
+      // A link to a directory is walked (its files carry the link); to
+      // anything else it is a candidate file. Depth bounds a link loop.
+      const target = depth > 1 ? await fsp.stat(p).catch(() => null) : null;
+      if (target?.isDirectory()) await walk(p, depth - 1, out, links, viaLink ?? p);
+      else {
+        out.add(p);
+        links.set(p, viaLink ?? p);
+      }
     }
   }
 }

@@ -94,4 +94,27 @@ describe('check-config keeps credentials in URLs out of its output', () => {
     expect(r2.stdout + r2.stderr).not.toContain(secret);
     expect(parse(r2.stdout).clusters.org).toBe('org-***');
   });
+
+  it('warns where this release touches an existing setup: a Data Source directory linked outside the spool, a version 1 checkpoint', async () => {
+    const dir = tempDir();
+    const { mkdirSync, symlinkSync, writeFileSync } = await import('node:fs');
+    mkdirSync(path.join(dir, 'elsewhere'));
+    writeFileSync(path.join(dir, 'elsewhere', 'a.ndjson'), '{"a":1}\n');
+    mkdirSync(path.join(dir, 'spool', 'app'), { recursive: true });
+    writeFileSync(path.join(dir, 'spool', 'app', 'fine.ndjson'), '{"b":1}\n');
+    symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'spool', 'linked'));
+    mkdirSync(path.join(dir, 'state'));
+    writeFileSync(path.join(dir, 'state', 'checkpoint.json'), JSON.stringify({ version: 1, journal_seq: 1, prev_journal_seq: 0, next_id: 1, files: [], intents: [] }));
+    const file = writeFile(dir, 'c.yaml', 'api:\n  base_url: https://api.eu.example.com\n  token: t\nspool:\n  dir: ./spool\nstate_dir: ./state\n');
+    const r = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(r.code).toBe(0);
+    const warnings = r.stderr.split('\n').filter((l) => l.startsWith('spoolship check-config: warning: '));
+    expect(warnings).toContainEqual(expect.stringContaining(`${path.join(dir, 'spool', 'linked')} is a symlink to ${path.join(dir, 'elsewhere')} that run will not read (spool.follow_symlinks: inside`));
+    expect(warnings).toContainEqual(expect.stringContaining('holds a checkpoint in the previous format (version 1)'));
+    expect(warnings.filter((w) => w.includes('symlink'))).toHaveLength(1);
+
+    // With follow_symlinks: any, the link is read as before: no warning about it.
+    const any = writeFile(dir, 'any.yaml', 'api:\n  base_url: https://api.eu.example.com\n  token: t\nspool:\n  dir: ./spool\n  follow_symlinks: any\nstate_dir: ./state\n');
+    expect(runCli(['check-config', '-c', any], { cwd: dir }).stderr).not.toContain('is a symlink');
+  });
 });

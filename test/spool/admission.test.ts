@@ -20,6 +20,9 @@ async function run(mode: 'inside' | 'any' | 'never', exclude: string[] = []) {
   await symlink(path.join(spool, 'archive', 'kept.log'), path.join(spool, 'app', 'inside.ndjson'));
   await writeLines(path.join(spool, 'app', 'skip-me.ndjson'), ['{"excluded":1}']);
   await mkdir(path.join(spool, 'app'), { recursive: true });
+  // A Data Source directory that is a symlink to a directory outside the spool.
+  await writeLines(path.join(dir, 'elsewhere', 'other.ndjson'), ['{"linked_dir":1}', '{"linked_dir":2}']);
+  await symlink(path.join(dir, 'elsewhere'), path.join(spool, 'linked'));
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _e, cb) {
@@ -33,7 +36,7 @@ async function run(mode: 'inside' | 'any' | 'never', exclude: string[] = []) {
   await writeLines(path.join(spool, 'app', 'z-last.ndjson'), ['{"last":1}']);
   await waitFor(() => rows(emu, dir, 'app').includes('{"last":1}'), 'the last file');
   await waitFor(() => emu.stats().rows.app === rows(emu, dir, 'app').length, 'rows settled');
-  return { rows: rows(emu, dir, 'app').sort(), logs, dir };
+  return { rows: rows(emu, dir, 'app').sort(), linkedRows: () => rows(emu, dir, 'linked'), emu, logs, dir };
 }
 
 describe('spool.follow_symlinks and spool.exclude', () => {
@@ -41,8 +44,21 @@ describe('spool.follow_symlinks and spool.exclude', () => {
     const r = await run('inside');
     expect(r.rows).toEqual(['{"excluded":1}', '{"inside":1}', '{"last":1}', '{"real":1}']);
     const warned = r.logs.filter((l) => l.event === 'symlink_skipped');
-    expect(warned).toHaveLength(1);
-    expect(warned[0]).toMatchObject({ file: path.join(r.dir, 'spool', 'app', 'leak.ndjson'), target: path.join(r.dir, 'token.txt') });
+    expect(warned.map((w) => [w.file, w.target])).toEqual(
+      expect.arrayContaining([
+        [path.join(r.dir, 'spool', 'app', 'leak.ndjson'), path.join(r.dir, 'token.txt')],
+        // The linked Data Source directory: one WARN naming the link, not one per file in it.
+        [path.join(r.dir, 'spool', 'linked'), path.join(r.dir, 'elsewhere')],
+      ]),
+    );
+    expect(warned).toHaveLength(2);
+    expect(r.linkedRows()).toEqual([]);
+  });
+
+  it('any: a Data Source directory that is a symlink is read like any other (it was silently skipped)', async () => {
+    const r = await run('any');
+    await waitFor(() => r.linkedRows().length === 2, 'the linked directory read');
+    expect(r.linkedRows().sort()).toEqual(['{"linked_dir":1}', '{"linked_dir":2}']);
   });
 
   it('any: every link is followed', async () => {
@@ -54,7 +70,8 @@ describe('spool.follow_symlinks and spool.exclude', () => {
   it('never: no link is followed, inside or not', async () => {
     const r = await run('never');
     expect(r.rows).toEqual(['{"excluded":1}', '{"last":1}', '{"real":1}']);
-    expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toHaveLength(2);
+    expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toHaveLength(3);
+    expect(r.linkedRows()).toEqual([]);
   });
 
   it('exclude: matching paths are never read ("**/..." matches anywhere)', async () => {

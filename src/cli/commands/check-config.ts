@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { EXIT_OK } from '../../errors.js';
 import { loadConfig, redactConfig, type LoadedConfig } from '../../config/index.js';
+import { affectedByUpgrade } from '../../config/affected.js';
 import { scrub } from '../../config/redact.js';
 import { checkLayout } from '../../spool/layout.js';
 import { parseCommandArgs, type Command } from '../command.js';
@@ -16,7 +17,10 @@ Validate the configuration and print the effective config: the file after
 \${VAR} interpolation, SPOOLSHIP_* environment overrides and defaults, as
 YAML. Sizes are shown in bytes, durations in milliseconds, relative paths
 resolved, and secrets (api.token, clusters.token, the redis_url password)
-as ***. Warnings go to stderr.
+as ***. Warnings go to stderr, among them where this release's changed
+defaults touch what is on disk (a symlink in the spool that
+spool.follow_symlinks no longer follows, a checkpoint in the previous
+format; CHANGELOG).
 
 Options:
   -c, --config FILE  the config file; default: $SPOOLSHIP_CONFIG, else
@@ -69,6 +73,7 @@ const command: Command = {
     const layout = await checkLayout(loaded.config.spool.dir);
     if (layout.missing) io.stderr.write(`spoolship check-config: warning: spool.dir ${loaded.config.spool.dir} does not exist; the agent picks it up when it appears\n`);
     for (const dir of layout.skippedDirs) io.stderr.write(`spoolship check-config: warning: ${dir} is not a valid Data Source name ([A-Za-z_][A-Za-z0-9_]*, at most 255): its files are not read\n`);
+    for (const w of await affectedByUpgrade(loaded.config)) io.stderr.write(`spoolship check-config: warning: ${w}\n`);
     return EXIT_OK;
   },
 };
