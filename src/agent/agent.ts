@@ -1,3 +1,7 @@
+// Longer than ~250 lines: not yet wiring only. Queue reconciliation, the
+// tick (linger, checkpoints), readiness and the stop sequence still live
+// here (restructure issue, items 1, 2 and 6); docs/architecture.md.
+//
 // The daemon: wires discovery -> tailer -> batcher -> pipeline (intent +
 // compression) -> sender -> acker, plus the admin server.
 //

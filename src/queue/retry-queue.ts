@@ -1,3 +1,6 @@
+// Longer than ~250 lines: append, take, lease, ack and segment clean-up share
+// one serial chain and one in-memory index, and are only safe together.
+//
 // Disk-backed retry queue: batches that could not be sent now (after a few
 // quick retries, while parked, or at shutdown) wait here, so the tailer can
 // move on and the spool files stay the only other buffer.

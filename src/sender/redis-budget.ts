@@ -1,3 +1,7 @@
+// Longer than ~250 lines because the Lua script, its clock arithmetic and the
+// broken-budget detection must be read together: each line of the script has
+// a failure mode the TypeScript around it answers.
+//
 // One connection to the request budget shared through Redis. Every agent with
 // the same budget key reserves request start times ("slots") from one Redis
 // key with a small Lua script, so the fleet's requests are spaced `spacingMs`

@@ -1,3 +1,8 @@
+// Longer than ~250 lines: one batch's whole life (parks, probes, bisection,
+// 413 splits, the in-flight bound) is one state machine; the decisions are in
+// retry-policy.ts, the bookkeeping here. Splitting it across files would
+// split that state.
+//
 // Delivers one closed batch until it is resolved: acknowledged, split and
 // resolved piece by piece, or dead-lettered. The RetryPolicy (retry-policy.ts)
 // decides; this module carries the decisions out. It is the one retry owner:

@@ -1,3 +1,6 @@
+// Longer than ~250 lines: not yet split into discovery, rotation, the read
+// loop and completion (restructure issue, item 5); docs/architecture.md.
+//
 // Discovery and the read loop. chokidar events only mark paths dirty; a
 // periodic rescan is the source of truth (inotify drops events under load,
 // NFS has none). One loop reads one chunk at a time from files with unread

@@ -1,3 +1,7 @@
+// Longer than ~250 lines: the journal writes, the checkpoint snapshot and the
+// start-up relocation of files by identity share the in-memory state; the
+// replay of what is on disk is state/replay.ts.
+//
 // Durable progress: the journal (journal.ts) plus a compacted checkpoint.
 //
 // On-disk layout in state_dir:
