@@ -33,12 +33,12 @@ import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { StartedParts } from './lifecycle.js';
-import { systemClock, type Clock } from '../util/clock.js';
+import { after, systemClock, type Clock } from '../util/clock.js';
 import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
-import { Pipeline, classifyStateError, type StateFault } from './pipeline.js';
+import { Pipeline, STATE_RETRY_MS, classifyStateError, type StateFault } from './pipeline.js';
 import { locateLines, rangeCrcs, reformBatch } from './reform.js';
 import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
@@ -93,7 +93,8 @@ export class Agent {
   private checkpointing: Promise<void> | null = null;
   private lastCheckpointAt = 0;
   private closing: Promise<void> | null = null;
-  private journalRetry: NodeJS.Timeout | null = null;
+  /** Cancels the pending journal retry (on the clock), or null. */
+  private journalRetry: (() => void) | null = null;
   private checkpointFault: StateFault = null;
   private readonly clock: Clock;
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
@@ -578,15 +579,16 @@ export class Agent {
     return Math.min(DRAIN_QUIET_MS, this.tickMs);
   }
 
-  private drainTimer: NodeJS.Timeout | null = null;
+  /** Cancels the pending drain check (on the clock), or null. */
+  private drainTimer: (() => void) | null = null;
 
   /** The reader went idle: look for a drained backlog once it has been quiet for drainQuietMs. */
   private scheduleDrainCheck(): void {
     if (this.drainTimer || this.closing) return;
-    this.drainTimer = setTimeout(() => {
+    this.drainTimer = after(this.clock, this.drainQuietMs, () => {
       this.drainTimer = null;
       if (!this.pipeline.saturated) this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
-    }, this.drainQuietMs);
+    });
   }
 
   private queueState: 'empty' | 'holding' | 'full' = 'empty';
@@ -726,13 +728,14 @@ export class Agent {
   private onJournalError(err: unknown): void {
     if (!this.pipeline?.noteFault(err)) return this.fatal(err);
     if (this.journalRetry) return;
-    this.journalRetry = setTimeout(() => {
+    // The same retry period, on the same clock, as the pipeline's state writes.
+    this.journalRetry = after(this.clock, STATE_RETRY_MS, () => {
       this.journalRetry = null;
       this.store.flush().then(
         () => this.pipeline.clearFault(),
         (e) => this.onJournalError(e),
       );
-    }, 1000);
+    });
   }
 
   /**
@@ -811,8 +814,8 @@ export class Agent {
 
   private stopTimers(): void {
     if (this.timer) clearInterval(this.timer);
-    if (this.drainTimer) clearTimeout(this.drainTimer);
-    if (this.journalRetry) clearTimeout(this.journalRetry);
+    this.drainTimer?.();
+    this.journalRetry?.();
     this.timer = this.drainTimer = this.journalRetry = null;
   }
 

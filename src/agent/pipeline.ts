@@ -35,7 +35,8 @@ export const PIPELINE_SLACK = 2;
 export const MAX_COMPRESSING = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-const STATE_RETRY_MS = 1000;
+/** A failed state write (disk full, state_dir unwritable) is tried again this often. */
+export const STATE_RETRY_MS = 1000;
 
 export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
 

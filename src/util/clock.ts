@@ -24,3 +24,12 @@ export const systemClock: Clock = {
     });
   },
 };
+
+/** Run `fn` once after `ms` on `clock` (a manual clock in tests); the returned function cancels it. */
+export function after(clock: Clock, ms: number, fn: () => void): () => void {
+  const ac = new AbortController();
+  void clock.sleep(ms, ac.signal).then(() => {
+    if (!ac.signal.aborted) fn();
+  });
+  return () => ac.abort();
+}
