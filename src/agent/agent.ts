@@ -38,7 +38,8 @@ import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
-import { Pipeline, STATE_RETRY_MS, classifyStateError, type StateFault } from './pipeline.js';
+import { Pipeline } from './pipeline.js';
+import { Acker } from '../state/acker.js';
 import { locateLines, rangeCrcs, reformBatch } from './reform.js';
 import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
@@ -46,9 +47,6 @@ import { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 
-/** Compact the journal into the checkpoint this often. */
-const CHECKPOINT_EVERY_MS = 5000;
-const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
 /** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
 const STALL_LINGER_PERIODS = 10;
 /** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
@@ -90,12 +88,8 @@ export class Agent {
   private token!: TokenSource;
   private embedded: EmbeddedEmulator | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private checkpointing: Promise<void> | null = null;
-  private lastCheckpointAt = 0;
+  private acker!: Acker;
   private closing: Promise<void> | null = null;
-  /** Cancels the pending journal retry (on the clock), or null. */
-  private journalRetry: (() => void) | null = null;
-  private checkpointFault: StateFault = null;
   private readonly clock: Clock;
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
   private readonly codec: Codec;
@@ -183,8 +177,20 @@ export class Agent {
   private async openState(): Promise<void> {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
-    this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => this.onJournalError(err) });
+    this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)) });
     this.parts.add('state store', () => this.store.close());
+    this.acker = new Acker(this.store, {
+      clock,
+      log,
+      stateDir: c.state_dir,
+      events: {
+        onFaultsChange: (faults) => {
+          for (const reason of ['disk_full', 'state_dir_unwritable'] as const) metrics.parked.set({ reason }, faults.has(reason) ? 1 : 0);
+        },
+        onFatal: (err) => this.fatal(err),
+      },
+    });
+    this.parts.add('acker', () => this.acker.close());
     const rec = this.store.recovery;
     if (rec.usedPrevCheckpoint) {
       log.error(
@@ -285,7 +291,7 @@ export class Agent {
       openBytes: () => this.batcher.openBytes,
       maxOpenBytes: c.batch.max_open_bytes,
       maxBatchBytes: c.batch.max_bytes,
-      onStateFault: (f) => this.onStateFault(f),
+      writes: this.acker,
       onFatal: (err) => this.fatal(err),
       crcsOf: (ranges) => rangeCrcs(ranges, (k) => this.pathOf(k), (k) => this.store.progress.files.get(k)?.meta),
     });
@@ -333,7 +339,7 @@ export class Agent {
         this.deps.log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
         continue;
       }
-      const info = await this.pipeline.retryStateWrite(() => this.store.recordResend(q.ds, ranges));
+      const info = await this.acker.retryStateWrite(() => this.store.recordResend(q.ds, ranges));
       this.store.completeQueued(q.id);
       this.deps.log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
       const r = await reformBatch(info.ranges, (k) => this.pathOf(k), metaOf);
@@ -417,7 +423,7 @@ export class Agent {
       onChange: () => this.updateQueueMetrics(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
       onDelivered: (id) => this.store.completeQueued(id),
-      retryStateWrite: (fn) => this.pipeline.retryStateWrite(fn),
+      writes: this.acker,
       onFatal: (err) => this.fatal(err),
     });
   }
@@ -458,7 +464,7 @@ export class Agent {
       clock: this.clock,
       log: this.deps.log,
       deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.deadLetterLines(id, ds, lineStart, raw, reason, status),
-      retryStateWrite: (fn) => this.pipeline.retryStateWrite(fn),
+      writes: this.acker,
       onQueueChange: () => this.updateQueueMetrics(),
       pathOf: (k) => this.pathOf(k),
     });
@@ -538,7 +544,7 @@ export class Agent {
       lines.map(async (line, i) => {
         const loc = where[i] ?? null;
         const input = { datasource: ds, reason, file: loc?.file ?? null, offset: loc?.offset ?? null, bytes: line.length, status, line };
-        const r = await this.pipeline.retryStateWrite(() => this.deadLetters.add(input));
+        const r = await this.acker.retryStateWrite(() => this.deadLetters.add(input));
         if (r === 'stored') this.metrics.linesDeadLettered.inc({ datasource: ds, reason });
       }),
     );
@@ -618,26 +624,7 @@ export class Agent {
     }
     this.updateQueueMetrics();
     this.counts.flush();
-    const now = this.clock.now();
-    // Nothing journaled since the last checkpoint, and the last one did not
-    // fail: nothing to compact (with 20,000 files a checkpoint is a few MB
-    // of JSON, every 5 s while idle).
-    const journaled = this.store.journalBytes;
-    if (!this.checkpointing && (journaled > 0 || this.checkpointFault !== null) && (now - this.lastCheckpointAt >= CHECKPOINT_EVERY_MS || journaled > CHECKPOINT_JOURNAL_BYTES)) {
-      this.lastCheckpointAt = now;
-      this.checkpointing = this.store
-        .checkpoint()
-        .then(() => this.setCheckpointFault(null))
-        .catch((err) => {
-          // ENOSPC / EROFS / EACCES while compacting: the state_dir cannot take
-          // new files. Report it like any state fault; cleared by the next
-          // checkpoint that succeeds.
-          const fault = classifyStateError(err);
-          if (fault) this.setCheckpointFault(fault);
-          this.deps.log.warn({ err: String(err) }, 'checkpoint failed; will retry');
-        })
-        .finally(() => (this.checkpointing = null));
-    }
+    this.acker.tick();
   }
 
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
@@ -654,8 +641,7 @@ export class Agent {
     if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
     // Each Data Source park reason once (bad_request, datasource_rejected).
     for (const r of new Set(this.sender.parkedDataSources().values())) reasons.push(r);
-    if (this.pipeline.stateFault) reasons.push(this.pipeline.stateFault);
-    if (this.checkpointFault && this.checkpointFault !== this.pipeline.stateFault) reasons.push(this.checkpointFault);
+    reasons.push(...this.acker.faults);
     // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).
     const backlog = this.pipeline.batchesActive > 0 || this.queue.batches > 0;
     if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
@@ -697,46 +683,6 @@ export class Agent {
     this.sender.wake();
   }
 
-
-  private setCheckpointFault(f: StateFault): void {
-    if (f === this.checkpointFault) return;
-    const previous = this.checkpointFault;
-    this.checkpointFault = f;
-    if (f) this.deps.log.error({ fault: f, state_dir: this.config.state_dir }, 'state_dir: cannot write the checkpoint; will retry');
-    else this.deps.log.info({ previous }, 'state_dir: checkpoint written again');
-    this.syncStateMetrics();
-  }
-
-  /** spoolship_parked{disk_full|state_dir_unwritable}: set while the pipeline or the checkpoint reports it. */
-  private syncStateMetrics(): void {
-    for (const reason of ['disk_full', 'state_dir_unwritable'] as const) {
-      this.metrics.parked.set({ reason }, this.pipeline.stateFault === reason || this.checkpointFault === reason ? 1 : 0);
-    }
-  }
-
-  private onStateFault(f: StateFault): void {
-    if (f) this.deps.log.error({ fault: f, state_dir: this.config.state_dir }, 'state_dir not writable: not advancing; will resume by itself');
-    else this.deps.log.info('state_dir writable again: resuming');
-    this.syncStateMetrics();
-  }
-
-  /**
-   * A group commit failed. ENOSPC or an unwritable state_dir: report it and
-   * flush again every second until it works (the records stay buffered). Any
-   * other error (an fsync failure) is fatal: the next start recovers from disk.
-   */
-  private onJournalError(err: unknown): void {
-    if (!this.pipeline?.noteFault(err)) return this.fatal(err);
-    if (this.journalRetry) return;
-    // The same retry period, on the same clock, as the pipeline's state writes.
-    this.journalRetry = after(this.clock, STATE_RETRY_MS, () => {
-      this.journalRetry = null;
-      this.store.flush().then(
-        () => this.pipeline.clearFault(),
-        (e) => this.onJournalError(e),
-      );
-    });
-  }
 
   /**
    * An error that ends the agent: log it once and hand it to the daemon, which
@@ -805,7 +751,7 @@ export class Agent {
 
   private async persist(): Promise<void> {
     await this.deadLetters.flush();
-    await this.checkpointing;
+    await this.acker.close();
     await this.store.flush();
     await this.store.checkpoint();
     await this.store.close();
@@ -815,8 +761,8 @@ export class Agent {
   private stopTimers(): void {
     if (this.timer) clearInterval(this.timer);
     this.drainTimer?.();
-    this.journalRetry?.();
-    this.timer = this.drainTimer = this.journalRetry = null;
+    this.timer = this.drainTimer = null;
+    void this.acker?.close();
   }
 
   /** What is left once state is on disk (or abandoned): connections, servers, watchers, the lock. */

@@ -1,8 +1,3 @@
-// Longer than ~250 lines because it still owns the state-write retries
-// (withStateRetry, the disk_full / state_dir_unwritable faults) that the
-// restructure issue moves into one acker; until then they stay beside the
-// deliveries that raise them.
-//
 // From a closed batch to a done batch: record the intent durably and
 // compress (in parallel: compression runs on the threadpool), deliver, then
 // complete it in the journal so the committed offsets move.
@@ -20,7 +15,7 @@ import type { StateStore } from '../state/store.js';
 import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
-import { isErrno } from '../util/fsx.js';
+import type { StateWrites } from '../state/acker.js';
 import { BodyPool } from './body-pool.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -35,17 +30,11 @@ export const PIPELINE_SLACK = 2;
 export const MAX_COMPRESSING = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-/** A failed state write (disk full, state_dir unwritable) is tried again this often. */
-export const STATE_RETRY_MS = 1000;
-
-export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
-
 export class Pipeline {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
   private roomWaiters: Array<() => void> = [];
-  stateFault: StateFault = null;
   lastAckAt: number;
   private stopping = false;
   private readonly bodies: BodyPool;
@@ -73,7 +62,8 @@ export class Pipeline {
       maxOpenBytes: number;
       /** batch.max_bytes: with max_open_bytes it bounds how many full batches may wait. */
       maxBatchBytes: number;
-      onStateFault: (fault: StateFault) => void;
+      /** Runs each state write, waiting out a full or unwritable state_dir (state/acker.ts). */
+      writes: StateWrites;
       onFatal: (err: unknown) => void;
       /** CRC-32 of each range's file bytes (reform.ts rangeCrcs). */
       crcsOf: (ranges: readonly RangeRecord[]) => Promise<Array<number | null>>;
@@ -241,59 +231,7 @@ export class Pipeline {
     this.o.onQueued();
   }
 
-  /** An environment fault seen outside withStateRetry (journal group commit); false when the error is not one. */
-  noteFault(err: unknown): boolean {
-    const fault = classifyStateError(err);
-    if (!fault) return false;
-    if (this.stateFault !== fault) {
-      this.stateFault = fault;
-      this.o.onStateFault(fault);
-    }
-    return true;
+  private retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {
+    return this.o.writes.retryStateWrite(fn);
   }
-
-  clearFault(): void {
-    if (!this.stateFault) return;
-    this.stateFault = null;
-    this.o.onStateFault(null);
-  }
-
-  /**
-   * Run a state write (journal, queue, dead letters); on ENOSPC / read-only
-   * state_dir report the fault and try again every second until space
-   * returns. Any other error is fatal.
-   */
-  async retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {
-    // Only a write that failed and now worked clears the fault: an in-memory
-    // step (completeBatch only buffers its journal record) succeeding says
-    // nothing about the disk, and clearing on it made /readyz flap to 200
-    // while the state_dir was still full.
-    let failed = false;
-    for (;;) {
-      try {
-        const r = await fn();
-        if (failed && this.stateFault) {
-          this.stateFault = null;
-          this.o.onStateFault(null);
-        }
-        return r;
-      } catch (err) {
-        const fault = classifyStateError(err);
-        if (!fault) throw err;
-        failed = true;
-        if (this.stateFault !== fault) {
-          this.stateFault = fault;
-          this.o.onStateFault(fault);
-        }
-        await this.o.clock.sleep(STATE_RETRY_MS);
-      }
-    }
-  }
-}
-
-/** ENOSPC anywhere is "disk full"; a read-only or forbidden state_dir is "unwritable"; anything else is not an environment fault. */
-export function classifyStateError(err: unknown): StateFault {
-  if (isErrno(err, 'ENOSPC', 'EDQUOT')) return 'disk_full';
-  if (isErrno(err, 'EROFS', 'EACCES', 'EPERM')) return 'state_dir_unwritable';
-  return null;
 }

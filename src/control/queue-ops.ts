@@ -16,6 +16,7 @@ import type { HeldBatch, RootBatch, Sender } from '../sender/sender.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { ControlAnswer, ControlRequest, MoveSummary, QueueRow } from './protocol.js';
+import type { StateWrites } from '../state/acker.js';
 
 /** How long a move waits for a queued batch the replayer is picking up to show as a delivery. */
 const PICKUP_WAIT_MS = 5000;
@@ -30,8 +31,8 @@ export interface QueueOpsDeps {
   log: Logger;
   /** The agent's dead-letter path for a batch's lines (file and offset located, metrics counted). */
   deadLetterLines: (batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null) => Promise<void>;
-  /** Runs a state write, waiting out a full state_dir (the pipeline's retryStateWrite). */
-  retryStateWrite: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Runs each state write, waiting out a full state_dir (state/acker.ts). */
+  writes: StateWrites;
   /** The queue changed (its metrics). */
   onQueueChange: () => void;
   /** The path of a file key of the state. */
@@ -172,8 +173,8 @@ export class QueueOps {
     await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', this.d.sender.history(header.id)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
-    await this.d.retryStateWrite(() => store.flush());
-    await this.d.retryStateWrite(() => queue.ack(ref));
+    await this.d.writes.retryStateWrite(() => store.flush());
+    await this.d.writes.retryStateWrite(() => queue.ack(ref));
     this.d.onQueueChange();
     return header.lines;
   }

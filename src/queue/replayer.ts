@@ -5,6 +5,7 @@
 import type { Logger } from '../log.js';
 import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from './retry-queue.js';
+import type { StateWrites } from '../state/acker.js';
 
 /** Queued batches in flight at once: leaves the rest of max_in_flight to fresh data. */
 export const REPLAY_CONCURRENCY = 2;
@@ -27,8 +28,8 @@ export class QueueReplayer {
       /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
       onDelivered: (id: number) => void;
       onPastDedupWindow: () => void;
-      /** Runs a state write, waiting out a full or read-only state_dir (the pipeline's retryStateWrite). */
-      retryStateWrite: <T>(fn: () => Promise<T>) => Promise<T>;
+      /** Runs each state write, waiting out a full or read-only state_dir (state/acker.ts). */
+      writes: StateWrites;
       onFatal: (err: unknown) => void;
     },
   ) {}
@@ -76,7 +77,7 @@ export class QueueReplayer {
         // The state forgets the queued batch first: a damaged-record check in
         // between must never take an acknowledged batch for a lost one.
         this.o.onDelivered(rec.header.id);
-        await this.o.retryStateWrite(() => queue.ack(rec.ref));
+        await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else {
         queue.release(rec.ref);

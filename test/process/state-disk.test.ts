@@ -138,7 +138,7 @@ async function expectStalled(s: Setup, reason: string, stops: boolean): Promise<
   expect(r!.body).toEqual({ ready: false, reasons: [reason] });
   expect(await metric(s.admin, 'spoolship_parked', `reason="${reason}"`)).toBe(1);
   if (!stops) return;
-  expect(s.p.logs.some((l) => l.msg === 'state_dir not writable: not advancing; will resume by itself' && l.fault === reason)).toBe(true);
+  expect(s.p.logs.some((l) => l.event === 'state_fault' && l.fault === reason)).toBe(true);
   // Requests already under way finish; after that nothing new is sent (no
   // intent can be recorded), however much is written. A negative: observed
   // over a fixed window.
@@ -172,7 +172,7 @@ describe('state_dir faults (process)', () => {
     await expectStalled(s, 'disk_full', true);
     rmSync(filler);
     await expectResumed(s, 'disk_full');
-    expect(s.p.logs.some((l) => l.msg === 'state_dir writable again: resuming')).toBe(true);
+    expect(s.p.logs.some((l) => l.event === 'state_fault_cleared')).toBe(true);
   });
 
   it('read-only state_dir: /readyz 503 state_dir_unwritable, resumes by itself when writable again', async () => {

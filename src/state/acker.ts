@@ -1,0 +1,177 @@
+// The one owner of state faults (README "When the disk is full"): every
+// write to the state_dir (journal records and their group commits, queue
+// records and acks, dead letters, checkpoints) that meets a full disk or an
+// unwritable state_dir is reported here, retried here on the clock, and
+// cleared here once a write works again. /readyz and
+// spoolship_parked{reason="disk_full"|"state_dir_unwritable"} read it. Any
+// other write error is fatal: the next start recovers from what is on disk.
+//
+// It also times the checkpoint: every CHECKPOINT_EVERY_MS when anything was
+// journaled (or the last one failed), sooner when the journals pass
+// CHECKPOINT_JOURNAL_BYTES.
+import type { Logger } from '../log.js';
+import { after, type Clock } from '../util/clock.js';
+import { isErrno } from '../util/fsx.js';
+
+/** A failed state write (disk full, state_dir unwritable) is tried again this often. */
+export const STATE_RETRY_MS = 1000;
+/** Compact the journal into the checkpoint this often (when anything was journaled). */
+export const CHECKPOINT_EVERY_MS = 5000;
+/** ...or as soon as the journals hold this much. */
+export const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
+
+export type StateFault = 'disk_full' | 'state_dir_unwritable' | null;
+
+/** ENOSPC anywhere is "disk full"; a read-only or forbidden state_dir is "unwritable"; anything else is not an environment fault. */
+export function classifyStateError(err: unknown): StateFault {
+  if (isErrno(err, 'ENOSPC', 'EDQUOT')) return 'disk_full';
+  if (isErrno(err, 'EROFS', 'EACCES', 'EPERM')) return 'state_dir_unwritable';
+  return null;
+}
+
+/** What a part that writes state is given: each write waits out a full or unwritable state_dir. */
+export interface StateWrites {
+  retryStateWrite<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** What the acker needs of the state store. */
+export interface CheckpointedState {
+  /** Bytes journaled since the last checkpoint. */
+  readonly journalBytes: number;
+  /** Write the buffered journal records (a group commit). */
+  flush(): Promise<void>;
+  checkpoint(): Promise<void>;
+}
+
+export interface AckerEvents {
+  /** The faults changed (the set /readyz and the parked gauge show). */
+  onFaultsChange(faults: ReadonlySet<Exclude<StateFault, null>>): void;
+  /** A write error that is not an environment fault. */
+  onFatal(err: unknown): void;
+}
+
+export class Acker implements StateWrites {
+  /** From a state write or a journal group commit; cleared by the next one that works. */
+  private writeFault: StateFault = null;
+  /** From the checkpoint; cleared by the next checkpoint that works. */
+  private checkpointFault: StateFault = null;
+  private checkpointing: Promise<void> | null = null;
+  /** The first tick with anything journaled checkpoints at once. */
+  private lastCheckpointAt = Number.NEGATIVE_INFINITY;
+  /** Cancels the pending journal flush retry, or null. */
+  private flushRetry: (() => void) | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly state: CheckpointedState,
+    private readonly o: { clock: Clock; log: Logger; stateDir: string; events: AckerEvents },
+  ) {}
+
+  /** The state faults now, each once (readiness reasons). */
+  get faults(): Array<Exclude<StateFault, null>> {
+    return [...this.faultSet()];
+  }
+
+  /**
+   * Run a state write (journal, queue, dead letters); on ENOSPC / a
+   * read-only state_dir report the fault and try again every
+   * STATE_RETRY_MS until it works. Any other error is thrown.
+   */
+  async retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {
+    // Only a write that failed and now worked clears the fault: an in-memory
+    // step (completeBatch only buffers its journal record) succeeding says
+    // nothing about the disk, and clearing on it made /readyz flap to 200
+    // while the state_dir was still full.
+    let failed = false;
+    for (;;) {
+      try {
+        const r = await fn();
+        if (failed) this.setWriteFault(null);
+        return r;
+      } catch (err) {
+        const fault = classifyStateError(err);
+        if (!fault) throw err;
+        failed = true;
+        this.setWriteFault(fault);
+        await this.o.clock.sleep(STATE_RETRY_MS);
+      }
+    }
+  }
+
+  /**
+   * A journal group commit failed in the background (the store's
+   * onBackgroundError). A full or unwritable state_dir: report it and flush
+   * again every STATE_RETRY_MS until it works (the records stay buffered).
+   * Anything else (an fsync failure) is fatal.
+   */
+  journalFailed(err: unknown): void {
+    const fault = classifyStateError(err);
+    if (!fault) return this.o.events.onFatal(err);
+    this.setWriteFault(fault);
+    if (this.flushRetry || this.closed) return;
+    this.flushRetry = after(this.o.clock, STATE_RETRY_MS, () => {
+      this.flushRetry = null;
+      this.state.flush().then(
+        () => this.setWriteFault(null),
+        (e) => this.journalFailed(e),
+      );
+    });
+  }
+
+  /** Called on the agent's tick: checkpoint when it is time. */
+  tick(): void {
+    if (this.checkpointing || this.closed) return;
+    const now = this.o.clock.now();
+    // Nothing journaled since the last checkpoint, and the last one did not
+    // fail: nothing to compact (with 20,000 files a checkpoint is a few MB
+    // of JSON, every 5 s while idle).
+    const journaled = this.state.journalBytes;
+    if (journaled === 0 && this.checkpointFault === null) return;
+    if (now - this.lastCheckpointAt < CHECKPOINT_EVERY_MS && journaled <= CHECKPOINT_JOURNAL_BYTES) return;
+    this.lastCheckpointAt = now;
+    this.checkpointing = this.state
+      .checkpoint()
+      .then(() => this.setCheckpointFault(null))
+      .catch((err) => {
+        // ENOSPC / EROFS / EACCES while compacting: the state_dir cannot take
+        // new files. Reported like any state fault; cleared by the next
+        // checkpoint that works. Anything else: tried again next time.
+        const fault = classifyStateError(err);
+        if (fault) this.setCheckpointFault(fault);
+        this.o.log.warn({ event: 'checkpoint_failed', err: String(err) }, 'checkpoint failed; will retry');
+      })
+      .finally(() => (this.checkpointing = null));
+  }
+
+  /** Stop retrying and checkpointing on the clock; resolves when a checkpoint under way has ended. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.flushRetry?.();
+    this.flushRetry = null;
+    await this.checkpointing;
+  }
+
+  private setWriteFault(f: StateFault): void {
+    if (f === this.writeFault) return;
+    this.writeFault = f;
+    if (f) this.o.log.error({ event: 'state_fault', fault: f, state_dir: this.o.stateDir }, 'state_dir not writable: not advancing; will resume by itself');
+    else this.o.log.info({ event: 'state_fault_cleared' }, 'state_dir writable again: resuming');
+    this.o.events.onFaultsChange(this.faultSet());
+  }
+
+  private setCheckpointFault(f: StateFault): void {
+    if (f === this.checkpointFault) return;
+    const previous = this.checkpointFault;
+    this.checkpointFault = f;
+    if (f) this.o.log.error({ event: 'checkpoint_fault', fault: f, state_dir: this.o.stateDir }, 'state_dir: cannot write the checkpoint; will retry');
+    else this.o.log.info({ event: 'checkpoint_fault_cleared', previous }, 'state_dir: checkpoint written again');
+    this.o.events.onFaultsChange(this.faultSet());
+  }
+
+  private faultSet(): Set<Exclude<StateFault, null>> {
+    const s = new Set<Exclude<StateFault, null>>();
+    if (this.writeFault) s.add(this.writeFault);
+    if (this.checkpointFault) s.add(this.checkpointFault);
+    return s;
+  }
+}

@@ -1,0 +1,198 @@
+// The acker on a manual clock: one retry period for every state write and
+// for the journal's group commit, one fault set for /readyz and the parked
+// gauge, and the checkpoint's timing.
+import { describe, expect, it } from 'vitest';
+import type { Logger } from '../../src/log.js';
+import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+function errno(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: test`), { code });
+}
+
+/** Let promise callbacks run (no time passes on the manual clock). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
+function setup(state: Partial<CheckpointedState> & { journalBytes?: number } = {}) {
+  const clock = new ManualClock();
+  const events: Array<Record<string, unknown>> = [];
+  const logAt = (level: string) => (o: Record<string, unknown>) => events.push({ level, ...o });
+  const log = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') } as unknown as Logger;
+  const faultSets: string[][] = [];
+  const fatals: unknown[] = [];
+  const store = {
+    journalBytes: state.journalBytes ?? 0,
+    flush: state.flush ?? (async () => undefined),
+    checkpoint: state.checkpoint ?? (async () => undefined),
+  };
+  const acker = new Acker(store, {
+    clock,
+    log,
+    stateDir: '/state',
+    events: { onFaultsChange: (f) => faultSets.push([...f].sort()), onFatal: (err) => fatals.push(err) },
+  });
+  return { clock, acker, store, events, faultSets, fatals };
+}
+
+describe('Acker', () => {
+  it('retries a state write every STATE_RETRY_MS while the disk is full, reports disk_full once and clears it when the write works', async () => {
+    const s = setup();
+    let calls = 0;
+    const write = s.acker.retryStateWrite(async () => {
+      calls++;
+      if (calls <= 2) throw errno('ENOSPC');
+      return 'stored';
+    });
+    await settle();
+    expect(calls).toBe(1);
+    expect(s.acker.faults).toEqual(['disk_full']);
+    expect(s.clock.nextWakeInMs()).toBe(STATE_RETRY_MS);
+    s.clock.advance(STATE_RETRY_MS - 1);
+    await settle();
+    expect(calls, 'not tried again before the period').toBe(1);
+    s.clock.advance(1);
+    await settle();
+    expect(calls).toBe(2);
+    s.clock.advance(STATE_RETRY_MS);
+    expect(await write).toBe('stored');
+    expect(calls).toBe(3);
+    expect(s.acker.faults).toEqual([]);
+    expect(s.faultSets).toEqual([['disk_full'], []]);
+    expect(s.events.filter((e) => e.event === 'state_fault')).toEqual([expect.objectContaining({ level: 'error', fault: 'disk_full', state_dir: '/state' })]);
+    expect(s.events.filter((e) => e.event === 'state_fault_cleared')).toHaveLength(1);
+  });
+
+  it('a write that only worked in memory does not clear a fault another write raised', async () => {
+    const s = setup();
+    let full = true;
+    const stuck = s.acker.retryStateWrite(async () => {
+      if (full) throw errno('EROFS');
+    });
+    await settle();
+    expect(s.acker.faults).toEqual(['state_dir_unwritable']);
+    await s.acker.retryStateWrite(async () => 'in memory');
+    expect(s.acker.faults).toEqual(['state_dir_unwritable']);
+    full = false;
+    s.clock.advance(STATE_RETRY_MS);
+    await stuck;
+    expect(s.acker.faults).toEqual([]);
+  });
+
+  it('any other write error is thrown, not retried', async () => {
+    const s = setup();
+    await expect(s.acker.retryStateWrite(async () => Promise.reject(errno('EIO')))).rejects.toThrow('EIO');
+    expect(s.acker.faults).toEqual([]);
+    expect(s.clock.waiting).toBe(0);
+  });
+
+  it('a failed group commit is flushed again on the same period; an error that is not a full or unwritable disk is fatal', async () => {
+    let flushes = 0;
+    let failing = true;
+    const s = setup({
+      flush: async () => {
+        flushes++;
+        if (failing) throw errno('ENOSPC');
+      },
+    });
+    s.acker.journalFailed(errno('ENOSPC'));
+    s.acker.journalFailed(errno('ENOSPC'));
+    expect(s.acker.faults).toEqual(['disk_full']);
+    expect(s.clock.waiting, 'one retry pending, however many commits failed').toBe(1);
+    s.clock.advance(STATE_RETRY_MS);
+    await settle();
+    expect(flushes).toBe(1);
+    expect(s.acker.faults).toEqual(['disk_full']);
+    failing = false;
+    s.clock.advance(STATE_RETRY_MS);
+    await settle();
+    expect(flushes).toBe(2);
+    expect(s.acker.faults).toEqual([]);
+    expect(s.fatals).toEqual([]);
+    s.acker.journalFailed(errno('EIO'));
+    expect(s.fatals).toHaveLength(1);
+  });
+
+  it('checkpoints when something was journaled, at most every CHECKPOINT_EVERY_MS, sooner past CHECKPOINT_JOURNAL_BYTES', async () => {
+    let checkpoints = 0;
+    const s = setup({ checkpoint: async () => void checkpoints++ });
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'nothing journaled: nothing to compact').toBe(0);
+    s.store.journalBytes = 100;
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'the first tick with something journaled').toBe(1);
+    s.clock.advance(CHECKPOINT_EVERY_MS - 1);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints).toBe(1);
+    s.clock.advance(1);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints).toBe(2);
+    s.store.journalBytes = CHECKPOINT_JOURNAL_BYTES + 1;
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'the journals passed their bound').toBe(3);
+  });
+
+  it('a checkpoint on a full disk is a fault until a checkpoint works, even with nothing new journaled', async () => {
+    let full = true;
+    const s = setup({
+      journalBytes: 10,
+      checkpoint: async () => {
+        if (full) throw errno('ENOSPC');
+      },
+    });
+    s.acker.tick();
+    await settle();
+    expect(s.acker.faults).toEqual(['disk_full']);
+    expect(s.events.some((e) => e.event === 'checkpoint_fault' && e.fault === 'disk_full')).toBe(true);
+    s.store.journalBytes = 0;
+    full = false;
+    s.clock.advance(CHECKPOINT_EVERY_MS);
+    s.acker.tick();
+    await settle();
+    expect(s.acker.faults).toEqual([]);
+    expect(s.events.some((e) => e.event === 'checkpoint_fault_cleared')).toBe(true);
+  });
+
+  it('the same fault from a write and from the checkpoint is one reason; it clears when both have worked', async () => {
+    let full = true;
+    const s = setup({
+      journalBytes: 10,
+      checkpoint: async () => {
+        if (full) throw errno('ENOSPC');
+      },
+    });
+    const write = s.acker.retryStateWrite(async () => {
+      if (full) throw errno('ENOSPC');
+    });
+    s.acker.tick();
+    await settle();
+    expect(s.acker.faults).toEqual(['disk_full']);
+    full = false;
+    s.clock.advance(STATE_RETRY_MS);
+    await write;
+    expect(s.acker.faults, 'the checkpoint has not worked yet').toEqual(['disk_full']);
+    s.clock.advance(CHECKPOINT_EVERY_MS);
+    s.acker.tick();
+    await settle();
+    expect(s.acker.faults).toEqual([]);
+  });
+
+  it('close cancels a pending flush retry and stops checkpointing', async () => {
+    let flushes = 0;
+    let checkpoints = 0;
+    const s = setup({ journalBytes: 10, flush: async () => void flushes++, checkpoint: async () => void checkpoints++ });
+    s.acker.journalFailed(errno('ENOSPC'));
+    await s.acker.close();
+    expect(s.clock.waiting).toBe(0);
+    s.clock.advance(STATE_RETRY_MS);
+    s.acker.tick();
+    await settle();
+    expect({ flushes, checkpoints }).toEqual({ flushes: 0, checkpoints: 0 });
+  });
+});
