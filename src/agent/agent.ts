@@ -38,13 +38,13 @@ import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
-import { Pipeline } from './pipeline.js';
+import { Pipeline } from '../pipeline/pipeline.js';
 import { Acker } from '../state/acker.js';
-import { locateLines, rangeCrcs, reformBatch } from './reform.js';
+import { Resender } from '../recovery/resend.js';
 import { TokenSource } from '../sender/token.js';
-import { startEmbedded, type EmbeddedEmulator } from './embedded.js';
-import { CountLog } from './count-log.js';
-import { RetryStreak } from './retry-streak.js';
+import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
+import { CountLog } from '../observe/count-log.js';
+import { RetryStreak } from '../observe/retry-streak.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 
 /** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
@@ -89,6 +89,7 @@ export class Agent {
   private embedded: EmbeddedEmulator | null = null;
   private timer: NodeJS.Timeout | null = null;
   private acker!: Acker;
+  private resender!: Resender;
   private closing: Promise<void> | null = null;
   private readonly clock: Clock;
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
@@ -153,9 +154,10 @@ export class Agent {
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
       parts.add('queue replayer', () => this.replayer.stop());
-      await this.replayRecovered();
-      this.reconcileQueue();
-      parts.add('queue check', () => this.reconciling);
+      this.resender = this.createResender();
+      parts.add('resender', () => this.resender.close());
+      await this.resender.resendUnacknowledged();
+      this.resender.checkQueue();
       this.started = true;
       await this.startControl();
       parts.add('control socket', () => this.control?.close());
@@ -216,7 +218,7 @@ export class Agent {
     this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
       metrics.queueCorrupt.inc();
       log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
-      this.reconcileQueue();
+      this.resender?.checkQueue();
     });
     this.parts.add('retry queue', () => this.queue.close());
     if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
@@ -293,59 +295,22 @@ export class Agent {
       maxBatchBytes: c.batch.max_bytes,
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
-      crcsOf: (ranges) => rangeCrcs(ranges, (k) => this.pathOf(k), (k) => this.store.progress.files.get(k)?.meta),
+      pathOf: (k) => this.pathOf(k),
     });
   }
 
-  private reconciling: Promise<void> | null = null;
-  private reconcileAgain = false;
-
-  /**
-   * Queued batches the state knows and the queue can no longer read (a
-   * damaged record): their lines are read again from the spool when every
-   * range still has the CRC it had when queued, else counted as lost. Never
-   * silent either way.
-   */
-  private reconcileQueue(): void {
-    if (this.closing || !this.pipeline) return;
-    if (this.reconciling) {
-      // A record found damaged while a check runs: check again after it.
-      this.reconcileAgain = true;
-      return;
-    }
-    this.reconciling = this.recoverUnreadableQueued()
-      .catch((err) => this.fatal(err))
-      .finally(() => {
-        this.reconciling = null;
-        if (this.reconcileAgain) {
-          this.reconcileAgain = false;
-          this.reconcileQueue();
-        }
-      });
-  }
-
-  private async recoverUnreadableQueued(): Promise<void> {
-    const readable = await this.queue.batchIds();
-    const metaOf = (k: string) => this.store.progress.files.get(k)?.meta;
-    for (const q of this.store.queuedIntents()) {
-      if (readable.has(q.id)) continue;
-      const ranges = q.ranges.map(({ crc: _crc, ...r }) => r);
-      const now = await rangeCrcs(ranges, (k) => this.pathOf(k), metaOf);
-      const intact = q.ranges.length > 0 && q.ranges.every((r, i) => r.crc !== null && now[i] === r.crc);
-      const where = { event: 'queue_corrupt', datasource: q.ds, batch: q.id, lines: q.lines, ranges: ranges.map((r) => [this.pathOf(r.file) ?? r.file, r.start, r.end]) };
-      if (!intact) {
-        this.store.completeQueued(q.id);
-        this.metrics.linesLost.inc({ datasource: q.ds, reason: 'queue_corrupt' }, q.lines);
-        this.deps.log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
-        continue;
-      }
-      const info = await this.acker.retryStateWrite(() => this.store.recordResend(q.ds, ranges));
-      this.store.completeQueued(q.id);
-      this.deps.log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
-      const r = await reformBatch(info.ranges, (k) => this.pathOf(k), metaOf);
-      await this.pipeline.waitForRoom();
-      this.pipeline.submitRecovered({ id: info.id, ds: q.ds, body: r.body, lines: r.lines, firstAt: this.clock.now() });
-    }
+  private createResender(): Resender {
+    return new Resender({
+      store: this.store,
+      queue: this.queue,
+      sink: this.pipeline,
+      writes: this.acker,
+      metrics: this.metrics,
+      log: this.deps.log,
+      clock: this.clock,
+      pathOf: (k) => this.pathOf(k),
+      onFatal: (err) => this.fatal(err),
+    });
   }
 
   private createBatcher(): Batcher {
@@ -463,7 +428,7 @@ export class Agent {
       deadLetters: this.deadLetters,
       clock: this.clock,
       log: this.deps.log,
-      deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.deadLetterLines(id, ds, lineStart, raw, reason, status),
+      deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.pipeline.deadLetterLines(id, ds, lineStart, raw, reason, status),
       writes: this.acker,
       onQueueChange: () => this.updateQueueMetrics(),
       pathOf: (k) => this.pathOf(k),
@@ -524,50 +489,13 @@ export class Agent {
           if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
           else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
         },
-        deadLetterLines: (root, part, raw, reason, status) => this.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status),
+        deadLetterLines: (root, part, raw, reason, status) => this.pipeline.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status),
       },
     });
   }
 
-  private async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
-    const ranges = this.store.batchRanges(batchId);
-    const lines: Buffer[] = [];
-    let pos = 0;
-    while (pos < raw.length) {
-      const nl = raw.indexOf(10, pos);
-      const end = nl === -1 ? raw.length : nl;
-      lines.push(raw.subarray(pos, end));
-      pos = end + 1;
-    }
-    const where = ranges ? await locateLines(ranges, (k) => this.pathOf(k), lineStart, lines.length) : [];
-    await Promise.all(
-      lines.map(async (line, i) => {
-        const loc = where[i] ?? null;
-        const input = { datasource: ds, reason, file: loc?.file ?? null, offset: loc?.offset ?? null, bytes: line.length, status, line };
-        const r = await this.acker.retryStateWrite(() => this.deadLetters.add(input));
-        if (r === 'stored') this.metrics.linesDeadLettered.inc({ datasource: ds, reason });
-      }),
-    );
-    this.deps.log.warn({ event: 'dead_letters_written', datasource: ds, reason, status, lines: lines.length }, 'lines moved to the dead-letter store');
-  }
-
   private pathOf(key: string): string | undefined {
     return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.tailers.get(key)?.path;
-  }
-
-  /** Batches in flight at the last stop: re-formed from their ranges, sent before new data. */
-  private async replayRecovered(): Promise<void> {
-    const intents = this.store.recovery.intents;
-    if (intents.length === 0) return;
-    this.deps.log.info({ batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
-    for (const intent of intents) {
-      const r = await reformBatch(intent.ranges, (k) => this.pathOf(k), (k) => this.store.progress.files.get(k)?.meta);
-      if (r.missing.length > 0) {
-        this.deps.log.error({ datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
-      }
-      await this.pipeline.waitForRoom();
-      this.pipeline.submitRecovered({ id: intent.id, ds: intent.ds, body: r.body, lines: r.lines, firstAt: this.clock.now() });
-    }
   }
 
   private get tickMs(): number {
@@ -727,7 +655,7 @@ export class Agent {
     await this.control?.close();
     await this.within(this.spooler.stop(), stopWaitingAt);
     this.batcher.closeAll();
-    await this.within(this.reconciling ?? Promise.resolve(), stopWaitingAt);
+    await this.within(this.resender.close(), stopWaitingAt);
     await this.pipeline.drainUntil(stopWaitingAt);
     this.sender.stop();
     this.pipeline.stop();

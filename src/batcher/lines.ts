@@ -1,5 +1,5 @@
 // The line rules, in one place: the batcher cuts batches with them and crash
-// re-forming (agent/reform.ts) rebuilds a batch's bytes from its file ranges
+// re-forming (recovery/reform.ts) rebuilds a batch's bytes from its file ranges
 // with them, so a re-formed batch is byte-identical to the one first sent
 // (test/state/reform.test.ts checks this for random line mixes).
 //

@@ -11,7 +11,7 @@ import { createSender, openDelivery } from '../sender/engine.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import type { Sender } from '../sender/sender.js';
 import path from 'node:path';
-import { locateLines } from '../agent/reform.js';
+import { deadLetterInputs } from '../deadletter/from-batch.js';
 import type { RangeRecord } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
 import { systemClock } from '../util/clock.js';
@@ -106,19 +106,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         sender.stop();
       },
       deadLetterLines: async (root, part, raw, reason, status) => {
-        const lines: Buffer[] = [];
-        for (let pos = 0; pos < raw.length; ) {
-          const nl = raw.indexOf(10, pos);
-          const end = nl === -1 ? raw.length : nl;
-          lines.push(raw.subarray(pos, end));
-          pos = end + 1;
-        }
         // Where each line came from, read back from its file (stdin cannot be: null).
-        const ranges = batchRanges.get(root.id);
-        const where = ranges ? await locateLines(ranges, (k) => fileOf(k), part.lineStart, lines.length) : [];
-        await Promise.all(
-          lines.map((line, i) => storeDeadLetter({ datasource: part.ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line })),
-        );
+        const inputs = await deadLetterInputs(part, raw, reason, status, batchRanges.get(root.id), (k) => fileOf(k));
+        await Promise.all(inputs.map((input) => storeDeadLetter(input)));
       },
     },
   });

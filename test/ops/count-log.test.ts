@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CountLog, COUNT_LOG_INTERVAL_MS } from '../../src/agent/count-log.js';
+import { CountLog, COUNT_LOG_INTERVAL_MS } from '../../src/observe/count-log.js';
 import type { Logger } from '../../src/log.js';
 import { ManualClock } from '../support/manual-clock.js';
 

@@ -1,6 +1,6 @@
-// The pipeline's pool of compressed-body buffers (src/agent/body-pool.ts).
+// The pipeline's pool of compressed-body buffers (src/pipeline/body-pool.ts).
 import { describe, expect, it } from 'vitest';
-import { BodyPool } from '../../src/agent/body-pool.js';
+import { BodyPool } from '../../src/pipeline/body-pool.js';
 
 const bytes = (n: number, fill: number) => Buffer.alloc(n, fill);
 

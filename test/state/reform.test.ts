@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { reformBatch } from '../../src/agent/reform.js';
+import { reformBatch } from '../../src/recovery/reform.js';
 import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
 import { Progress } from '../../src/state/progress.js';
 

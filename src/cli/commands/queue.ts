@@ -13,7 +13,7 @@ import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
-import { locateLines } from '../../agent/reform.js';
+import { locateLines } from '../../recovery/reform.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
 import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';

@@ -1,6 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import path from 'node:path';
-import { startEmbedded } from '../../agent/embedded.js';
+import { startEmbedded } from '../../emulator/embedded.js';
 import { loadConfig } from '../../config/index.js';
 import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';

@@ -15,7 +15,7 @@ export function embeddedDataDir(stateDir: string): string {
 }
 
 export async function startEmbedded(stateDir: string): Promise<EmbeddedEmulator> {
-  const { startEmulator } = await import('../emulator/index.js');
+  const { startEmulator } = await import('./index.js');
   const token = `embedded-${randomUUID()}`;
   const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: embeddedDataDir(stateDir), tokens: [token] });
   return { url: emu.url, token, close: () => emu.close() };

@@ -6,10 +6,11 @@
 // and done; `waitForRoom` makes the reader wait beyond that (backpressure).
 import type { ClosedBatch } from '../batcher/batcher.js';
 import type { Codec } from '../codec/index.js';
-import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
+import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
+import { deadLetterInputs } from '../deadletter/from-batch.js';
+import { rangeCrcs } from '../recovery/reform.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { RangeRecord } from '../state/journal.js';
 import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 import type { Sender } from '../sender/sender.js';
@@ -65,8 +66,8 @@ export class Pipeline {
       /** Runs each state write, waiting out a full or unwritable state_dir (state/acker.ts). */
       writes: StateWrites;
       onFatal: (err: unknown) => void;
-      /** CRC-32 of each range's file bytes (reform.ts rangeCrcs). */
-      crcsOf: (ranges: readonly RangeRecord[]) => Promise<Array<number | null>>;
+      /** The path of a file key of the state (to read a batch's ranges again). */
+      pathOf: (key: string) => string | undefined;
     },
   ) {
     this.lastAckAt = o.clock.now();
@@ -222,13 +223,25 @@ export class Pipeline {
     // the spool (only if they are still the same): computed before the
     // record exists, read from the page cache, only for batches that queue.
     const ranges = store.intentRanges(batch.id) ?? [];
-    const crcs = await this.o.crcsOf(ranges);
+    const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.progress.files.get(k)?.meta);
     await this.retryStateWrite(() =>
       this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
     );
     await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     await this.retryStateWrite(async () => void store.completeBatch(batch.id));
     this.o.onQueued();
+  }
+
+  /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset. */
+  async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: DeadLetterReason, status: number | null): Promise<void> {
+    const inputs = await deadLetterInputs({ ds, lineStart }, raw, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
+    await Promise.all(
+      inputs.map(async (input) => {
+        const r = await this.retryStateWrite(() => this.o.deadLetters.add(input));
+        if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: ds, reason });
+      }),
+    );
+    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, reason, status, lines: inputs.length }, 'lines moved to the dead-letter store');
   }
 
   private retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,0 +1,27 @@
+// Lines of a batch the platform refused (or an operator moved), as
+// dead-letter records: one per line of the raw part, each with the file and
+// offset it was read from when the batch's ranges are known (re-read from
+// the file: recovery/reform.ts locateLines), else null (stdin, a file gone).
+// Used by the agent and by `spoolship send`.
+import { locateLines } from '../recovery/reform.js';
+import type { RangeRecord } from '../state/journal.js';
+import type { DeadLetterInput, DeadLetterReason } from './store.js';
+
+export async function deadLetterInputs(
+  part: { ds: string; lineStart: number },
+  raw: Buffer,
+  reason: DeadLetterReason,
+  status: number | null,
+  ranges: readonly RangeRecord[] | undefined,
+  pathOf: (key: string) => string | undefined,
+): Promise<DeadLetterInput[]> {
+  const lines: Buffer[] = [];
+  for (let pos = 0; pos < raw.length; ) {
+    const nl = raw.indexOf(10, pos);
+    const end = nl === -1 ? raw.length : nl;
+    lines.push(raw.subarray(pos, end));
+    pos = end + 1;
+  }
+  const where = ranges ? await locateLines(ranges, pathOf, part.lineStart, lines.length) : [];
+  return lines.map((line, i) => ({ datasource: part.ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line }));
+}

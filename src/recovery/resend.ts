@@ -1,0 +1,113 @@
+// What the state says must be sent again, sent again (docs/guarantees.md,
+// "After a crash" and "Integrity of state"):
+// - batches recorded (an intent) and not done at the last stop: re-formed
+//   from their file ranges, byte for byte (reform.ts), and sent before new
+//   data;
+// - queued batches the queue can no longer read (a damaged record): read
+//   again from the spool when every range still has the CRC it had when
+//   queued, else counted in spoolship_lines_lost_total{reason="queue_corrupt"}.
+//   Never silent either way.
+import type { ClosedBatch } from '../batcher/batcher.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { RetryQueue } from '../queue/retry-queue.js';
+import type { StateWrites } from '../state/acker.js';
+import type { StateStore } from '../state/store.js';
+import type { Clock } from '../util/clock.js';
+import { rangeCrcs, reformBatch } from './reform.js';
+
+/** Where recovered batches go: the pipeline, after waiting for room like the reader. */
+export interface RecoveredSink {
+  waitForRoom(): Promise<void>;
+  submitRecovered(batch: ClosedBatch): void;
+}
+
+export class Resender {
+  private checking: Promise<void> | null = null;
+  private checkAgain = false;
+  private closed = false;
+
+  constructor(
+    private readonly o: {
+      store: StateStore;
+      queue: RetryQueue;
+      sink: RecoveredSink;
+      writes: StateWrites;
+      metrics: Metrics;
+      log: Logger;
+      clock: Clock;
+      /** The path of a file key of the state (the state's, or the tailer's). */
+      pathOf: (key: string) => string | undefined;
+      onFatal: (err: unknown) => void;
+    },
+  ) {}
+
+  /** Batches in flight at the last stop: re-formed from their ranges, sent before new data. */
+  async resendUnacknowledged(): Promise<void> {
+    const { store, log } = this.o;
+    const intents = store.recovery.intents;
+    if (intents.length === 0) return;
+    log.info({ event: 'resending_unacknowledged', batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
+    for (const intent of intents) {
+      const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.progress.files.get(k)?.meta);
+      if (r.missing.length > 0) {
+        log.error({ event: 'resend_files_gone', datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
+      }
+      await this.o.sink.waitForRoom();
+      this.o.sink.submitRecovered({ id: intent.id, ds: intent.ds, body: r.body, lines: r.lines, firstAt: this.o.clock.now() });
+    }
+  }
+
+  /**
+   * Look for queued batches the queue can no longer read (at start, and
+   * whenever the queue skips a damaged record). One check at a time; a
+   * record found damaged during a check makes one more check after it.
+   */
+  checkQueue(): void {
+    if (this.closed) return;
+    if (this.checking) {
+      this.checkAgain = true;
+      return;
+    }
+    this.checking = this.recoverUnreadableQueued()
+      .catch((err) => this.o.onFatal(err))
+      .finally(() => {
+        this.checking = null;
+        if (this.checkAgain) {
+          this.checkAgain = false;
+          this.checkQueue();
+        }
+      });
+  }
+
+  /** No new checks; resolves when the one under way has ended. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.checking;
+  }
+
+  private async recoverUnreadableQueued(): Promise<void> {
+    const { store, metrics, log } = this.o;
+    const readable = await this.o.queue.batchIds();
+    const metaOf = (k: string) => store.progress.files.get(k)?.meta;
+    for (const q of store.queuedIntents()) {
+      if (readable.has(q.id)) continue;
+      const ranges = q.ranges.map(({ crc: _crc, ...r }) => r);
+      const now = await rangeCrcs(ranges, this.o.pathOf, metaOf);
+      const intact = q.ranges.length > 0 && q.ranges.every((r, i) => r.crc !== null && now[i] === r.crc);
+      const where = { event: 'queue_corrupt', datasource: q.ds, batch: q.id, lines: q.lines, ranges: ranges.map((r) => [this.o.pathOf(r.file) ?? r.file, r.start, r.end]) };
+      if (!intact) {
+        store.completeQueued(q.id);
+        metrics.linesLost.inc({ datasource: q.ds, reason: 'queue_corrupt' }, q.lines);
+        log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
+        continue;
+      }
+      const info = await this.o.writes.retryStateWrite(() => store.recordResend(q.ds, ranges));
+      store.completeQueued(q.id);
+      log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
+      const r = await reformBatch(info.ranges, this.o.pathOf, metaOf);
+      await this.o.sink.waitForRoom();
+      this.o.sink.submitRecovered({ id: info.id, ds: q.ds, body: r.body, lines: r.lines, firstAt: this.o.clock.now() });
+    }
+  }
+}
