@@ -44,7 +44,7 @@ import { Resender } from '../recovery/resend.js';
 import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
 import { CountLog } from '../observe/count-log.js';
-import { RetryStreak } from '../observe/retry-streak.js';
+import { SenderEvents } from '../observe/sender-events.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 
 /** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
@@ -94,8 +94,7 @@ export class Agent {
   private readonly clock: Clock;
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
   private readonly codec: Codec;
-  private readonly lastError = new Map<string, string>();
-  private readonly streak = new RetryStreak(() => this.deps.log);
+  private senderEvents!: SenderEvents;
   private readonly counts: CountLog;
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
@@ -443,55 +442,16 @@ export class Agent {
 
   private createSender(): Sender {
     const { config: c, metrics, deps } = this;
-    const log = deps.log;
-    return createSender(this.engine, c, {
-      clock: this.clock,
-      random: deps.random ?? Math.random,
-      hooks: {
-        onRequest: (ds, status, seconds, wireBytes, outcome) => {
-          metrics.requests.inc({ datasource: ds, status: String(status) });
-          metrics.requestDuration.observe(seconds);
-          metrics.bytesSent.inc({ datasource: ds }, wireBytes);
-          if (outcome.kind === 'error') this.lastError.set(ds, `${outcome.code}: ${outcome.message}`);
-          else if (outcome.status >= 300) this.lastError.set(ds, `HTTP ${outcome.status}${outcome.location ? ` to ${outcome.location}` : ''}`);
-        },
-        onRetry: (reason, ds, cause) => {
-          metrics.retries.inc({ reason });
-          this.streak.retry(reason, ds, cause, redactUrl(this.apiUrl));
-        },
-        onAck: (ds, lines, _raw, quarantined) => {
-          metrics.linesAcked.inc({ datasource: ds }, lines);
-          if (quarantined > 0) {
-            metrics.rowsQuarantined.inc({ datasource: ds }, quarantined);
-            this.counts.add('rows_quarantined', { datasource: ds }, quarantined, `the platform quarantined rows (stored in ${ds}_quarantine: not valid for the Data Source)`);
-          }
-          this.lastError.delete(ds);
-          this.streak.success();
-        },
-        onOddAnswer: (what, ds, detail) => this.streak.oddAnswer(what, ds, detail),
-        onInFlightLimit: (limit) => metrics.inFlightLimit.set(limit),
-        onLearnedLimit: (bytes) => {
-          metrics.learnedMaxBodyBytes.set(bytes);
-          if (bytes >= c.batch.max_bytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
-          else log.warn({ event: 'learned_max_body', bytes, max_bytes: c.batch.max_bytes }, 'the API refused a body as too large (413): batches are cut to this size for now');
-        },
-        onParkChange: (scope, reason, previous, detail) => {
-          if (scope === 'budget') {
-            if (previous) metrics.parked.set({ reason: previous }, 0);
-            if (reason) metrics.parked.set({ reason }, 1);
-          } else {
-            // Several Data Sources may be parked for one reason: 1 while any is.
-            const parked = new Set(this.sender?.parkedDataSources().values() ?? []);
-            if (reason) parked.add(reason as 'bad_request');
-            for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
-          }
-          const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
-          if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
-          else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
-        },
-        deadLetterLines: (root, part, raw, reason, status) => this.pipeline.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status),
-      },
+    this.senderEvents = new SenderEvents({
+      metrics,
+      log: deps.log,
+      counts: this.counts,
+      maxBatchBytes: c.batch.max_bytes,
+      api: () => redactUrl(this.apiUrl),
+      parkedDataSources: () => this.sender?.parkedDataSources() ?? new Map(),
+      deadLetters: { deadLetterLines: (...a) => this.pipeline.deadLetterLines(...a) },
     });
+    return createSender(this.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents });
   }
 
   private pathOf(key: string): string | undefined {
@@ -587,7 +547,7 @@ export class Agent {
       spool: { dir: this.config.spool.dir, ...this.layout.current },
       parkedDataSources: this.sender.parkedDataSources(),
       budgetPark: this.sender.budgetPark.reason,
-      lastError: this.lastError,
+      lastError: this.senderEvents.lastError,
       readiness: this.readiness(),
       now: this.clock.now(),
       stateDir: this.config.state_dir,

@@ -1,0 +1,102 @@
+// What the sender's answers tell operators: the request, retry, ack, park
+// and learned-limit metrics, one log event per state change (a retry streak,
+// a park, a learned body limit, an odd answer once), quarantined rows counted
+// at most once a minute, and each Data Source's last error for /status.
+// The agent hands an instance to the sender as its hooks; refused lines go
+// on to the dead-letter path (the pipeline's).
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { SendOutcome } from '../sender/http-client.js';
+import type { AckOddity, RetryReason } from '../sender/retry-policy.js';
+import type { DsParkReason, Part, RootBatch, SenderHooks } from '../sender/sender.js';
+import type { DeadLetterReason } from '../deadletter/store.js';
+import type { CountLog } from './count-log.js';
+import { RetryStreak } from './retry-streak.js';
+
+/** Where a batch's refused lines are stored (Pipeline.deadLetterLines). */
+export interface BatchDeadLetters {
+  deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: DeadLetterReason, status: number | null): Promise<void>;
+}
+
+export class SenderEvents implements SenderHooks {
+  /** Each Data Source's last failure (an error code and message, or an HTTP status), until an acknowledgement. */
+  readonly lastError = new Map<string, string>();
+  private readonly streak: RetryStreak;
+
+  constructor(
+    private readonly o: {
+      metrics: Metrics;
+      log: Logger;
+      counts: CountLog;
+      /** batch.max_bytes: a learned limit below it is a WARN, back at it an INFO. */
+      maxBatchBytes: number;
+      /** The API's address, password redacted, for the retry log. */
+      api: () => string;
+      /** The Data Sources parked now (the sender's), to set the per-reason gauge. */
+      parkedDataSources: () => ReadonlyMap<string, DsParkReason>;
+      deadLetters: BatchDeadLetters;
+    },
+  ) {
+    this.streak = new RetryStreak(() => o.log);
+  }
+
+  onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void {
+    const { metrics } = this.o;
+    metrics.requests.inc({ datasource: ds, status: String(status) });
+    metrics.requestDuration.observe(seconds);
+    metrics.bytesSent.inc({ datasource: ds }, wireBytes);
+    if (outcome.kind === 'error') this.lastError.set(ds, `${outcome.code}: ${outcome.message}`);
+    else if (outcome.status >= 300) this.lastError.set(ds, `HTTP ${outcome.status}${outcome.location ? ` to ${outcome.location}` : ''}`);
+  }
+
+  onRetry(reason: RetryReason, ds: string, cause?: string): void {
+    this.o.metrics.retries.inc({ reason });
+    this.streak.retry(reason, ds, cause, this.o.api());
+  }
+
+  onAck(ds: string, lines: number, _rawBytes: number, quarantined: number): void {
+    const { metrics } = this.o;
+    metrics.linesAcked.inc({ datasource: ds }, lines);
+    if (quarantined > 0) {
+      metrics.rowsQuarantined.inc({ datasource: ds }, quarantined);
+      this.o.counts.add('rows_quarantined', { datasource: ds }, quarantined, `the platform quarantined rows (stored in ${ds}_quarantine: not valid for the Data Source)`);
+    }
+    this.lastError.delete(ds);
+    this.streak.success();
+  }
+
+  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
+    return this.o.deadLetters.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status);
+  }
+
+  onOddAnswer(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void {
+    this.streak.oddAnswer(what, ds, detail);
+  }
+
+  onInFlightLimit(limit: number): void {
+    this.o.metrics.inFlightLimit.set(limit);
+  }
+
+  onLearnedLimit(bytes: number): void {
+    const { metrics, log, maxBatchBytes } = this.o;
+    metrics.learnedMaxBodyBytes.set(bytes);
+    if (bytes >= maxBatchBytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
+    else log.warn({ event: 'learned_max_body', bytes, max_bytes: maxBatchBytes }, 'the API refused a body as too large (413): batches are cut to this size for now');
+  }
+
+  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void {
+    const { metrics, log } = this.o;
+    if (scope === 'budget') {
+      if (previous) metrics.parked.set({ reason: previous }, 0);
+      if (reason) metrics.parked.set({ reason }, 1);
+    } else {
+      // Several Data Sources may be parked for one reason: 1 while any is.
+      const parked = new Set<string>(this.o.parkedDataSources().values());
+      if (reason) parked.add(reason);
+      for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
+    }
+    const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
+    if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
+    else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
+  }
+}
