@@ -33,7 +33,8 @@ import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { StartedParts } from './lifecycle.js';
-import { after, systemClock, type Clock } from '../util/clock.js';
+import { every, systemClock, type Clock } from '../util/clock.js';
+import { Linger } from '../batcher/linger.js';
 import { RetryQueue } from '../queue/retry-queue.js';
 import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
@@ -45,16 +46,13 @@ import { TokenSource } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
 import { CountLog } from '../observe/count-log.js';
 import { SenderEvents } from '../observe/sender-events.js';
+import { QueueReport, readiness } from '../observe/health.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 
-/** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
-const STALL_LINGER_PERIODS = 10;
 /** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
 const PERSIST_RESERVE_MS = 2000;
 /** After a fatal error, the agent closes what it can within this, then the process exits 1. */
 export const FATAL_CLOSE_MS = 5000;
-/** Quiet time before the last partial batch of a backlog goes (see drainQuietMs). */
-const DRAIN_QUIET_MS = 25;
 
 export interface AgentDeps {
   log: Logger;
@@ -87,7 +85,9 @@ export class Agent {
   private control: ControlServer | null = null;
   private token!: TokenSource;
   private embedded: EmbeddedEmulator | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** Stops the tick, or null. */
+  private stopTick: (() => void) | null = null;
+  private linger!: Linger;
   private acker!: Acker;
   private resender!: Resender;
   private closing: Promise<void> | null = null;
@@ -95,6 +95,7 @@ export class Agent {
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
   private readonly codec: Codec;
   private senderEvents!: SenderEvents;
+  private queueReport!: QueueReport;
   private readonly counts: CountLog;
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
@@ -147,9 +148,15 @@ export class Agent {
       });
       this.batcher = this.createBatcher();
       this.spooler = this.createSpooler();
+      this.linger = new Linger(this.batcher, {
+        clock: this.clock,
+        lingerMs: c.batch.linger_ms,
+        saturated: () => this.pipeline.saturated,
+        caughtUp: (ds) => this.spooler.caughtUp(ds),
+      });
       this.store.setSeenProvider((key) => this.spooler.tailers.get(key)?.seen ?? undefined);
       this.replayer = this.createReplayer();
-      this.updateQueueMetrics();
+      this.queueReport.update();
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
       parts.add('queue replayer', () => this.replayer.stop());
@@ -162,7 +169,7 @@ export class Agent {
       parts.add('control socket', () => this.control?.close());
       this.spooler.start();
       parts.add('spooler', () => this.spooler.stop());
-      this.timer = setInterval(() => this.tick(), this.tickMs);
+      this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', () => this.stopTimers());
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
       deps.log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
@@ -220,6 +227,7 @@ export class Agent {
       this.resender?.checkQueue();
     });
     this.parts.add('retry queue', () => this.queue.close());
+    this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
     if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     // A kill -9 after a batch was queued durably and before its journal ack
     // was group-committed leaves it both queued and an open intent: it is
@@ -279,7 +287,7 @@ export class Agent {
       sender: this.sender,
       queue: this.queue,
       onQueued: () => {
-        this.updateQueueMetrics();
+        this.queueReport.update();
         this.replayer.poke();
       },
       deadLetters: this.deadLetters,
@@ -369,7 +377,7 @@ export class Agent {
           metrics.truncations.inc();
           log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
         },
-        onIdle: () => this.scheduleDrainCheck(),
+        onIdle: () => this.linger.readerIdle(),
         onLayout: (layout) => this.layout.report(layout),
         onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
       },
@@ -384,7 +392,7 @@ export class Agent {
       sender: this.sender,
       log,
       now: () => clock.now(),
-      onChange: () => this.updateQueueMetrics(),
+      onChange: () => this.queueReport.update(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
       onDelivered: (id) => this.store.completeQueued(id),
       writes: this.acker,
@@ -429,7 +437,7 @@ export class Agent {
       log: this.deps.log,
       deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.pipeline.deadLetterLines(id, ds, lineStart, raw, reason, status),
       writes: this.acker,
-      onQueueChange: () => this.updateQueueMetrics(),
+      onQueueChange: () => this.queueReport.update(),
       pathOf: (k) => this.pathOf(k),
     });
     this.control = await ControlServer.listen(this.config.state_dir, async (req) => {
@@ -458,59 +466,10 @@ export class Agent {
     return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.tailers.get(key)?.path;
   }
 
-  private get tickMs(): number {
-    return Math.max(10, Math.min(100, this.config.batch.linger_ms / 4));
-  }
-
-  /**
-   * How long a Data Source must be quiet, read to its end, before the last
-   * partial batch of a backlog goes (Batcher.closeDrained). Short, so that a
-   * backlog's last request leaves ~25 ms after its last read instead of one
-   * to two ticks later; only a batch that continues one closed full
-   * qualifies, so a steady tail still lingers.
-   */
-  private get drainQuietMs(): number {
-    return Math.min(DRAIN_QUIET_MS, this.tickMs);
-  }
-
-  /** Cancels the pending drain check (on the clock), or null. */
-  private drainTimer: (() => void) | null = null;
-
-  /** The reader went idle: look for a drained backlog once it has been quiet for drainQuietMs. */
-  private scheduleDrainCheck(): void {
-    if (this.drainTimer || this.closing) return;
-    this.drainTimer = after(this.clock, this.drainQuietMs, () => {
-      this.drainTimer = null;
-      if (!this.pipeline.saturated) this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
-    });
-  }
-
-  private queueState: 'empty' | 'holding' | 'full' = 'empty';
-
-  /** Queue gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
-  private updateQueueMetrics(): void {
-    const q = this.queue;
-    this.metrics.queueBytes.set(q.bytes);
-    this.metrics.queueBatches.set(q.batches);
-    const state = q.batches === 0 ? 'empty' : q.hasRoom(this.config.batch.max_bytes) ? 'holding' : 'full';
-    if (state === this.queueState) return;
-    const log = this.deps.log;
-    const at = { batches: q.batches, bytes: q.bytes, max_bytes: this.config.queue.max_bytes };
-    if (state === 'full') log.warn(at, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
-    else if (state === 'holding' && this.queueState === 'empty') log.warn(at, 'batches are waiting in the disk retry queue');
-    else if (state === 'empty') log.info('retry queue drained');
-    this.queueState = state;
-  }
-
+  /** Every tick: batches that lingered long enough close, queue gauges, counted log events, the checkpoint when due. */
   private tick(): void {
-    // When every send slot is taken (the rate limit binds), lingering batches
-    // stay open and grow instead of becoming more small requests.
-    if (!this.pipeline.saturated) {
-      this.batcher.closeExpired(this.config.batch.linger_ms);
-      // The end of a backlog: its last partial batch goes now, not after linger_ms.
-      this.batcher.closeDrained(this.drainQuietMs, (ds) => this.spooler.caughtUp(ds));
-    }
-    this.updateQueueMetrics();
+    this.linger.tick();
+    this.queueReport.update();
     this.counts.flush();
     this.acker.tick();
   }
@@ -525,15 +484,7 @@ export class Agent {
   }
 
   readiness(): Readiness {
-    const reasons: string[] = [];
-    if (this.sender.budgetPark.reason) reasons.push(this.sender.budgetPark.reason);
-    // Each Data Source park reason once (bad_request, datasource_rejected).
-    for (const r of new Set(this.sender.parkedDataSources().values())) reasons.push(r);
-    reasons.push(...this.acker.faults);
-    // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).
-    const backlog = this.pipeline.batchesActive > 0 || this.queue.batches > 0;
-    if (backlog && this.clock.now() - this.pipeline.lastAckAt > STALL_LINGER_PERIODS * this.config.batch.linger_ms) reasons.push('no_progress');
-    return { ready: reasons.length === 0, reasons };
+    return readiness({ sender: this.sender, acker: this.acker, pipeline: this.pipeline, queue: this.queue }, this.clock, this.config.batch.linger_ms);
   }
 
   /** The body of /status and of `spoolship status --json`: the StatusReport of src/report/report.ts. */
@@ -647,9 +598,9 @@ export class Agent {
   }
 
   private stopTimers(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.drainTimer?.();
-    this.timer = this.drainTimer = null;
+    this.stopTick?.();
+    this.stopTick = null;
+    this.linger?.stop();
     void this.acker?.close();
   }
 

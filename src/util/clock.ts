@@ -33,3 +33,21 @@ export function after(clock: Clock, ms: number, fn: () => void): () => void {
   });
   return () => ac.abort();
 }
+
+/** Run `fn` every `ms` on `clock` until the returned function is called (the next period starts before `fn` runs, so a throw does not stop it). */
+export function every(clock: Clock, ms: number, fn: () => void): () => void {
+  let stopped = false;
+  let cancelNext: () => void = () => undefined;
+  const schedule = (): void => {
+    cancelNext = after(clock, ms, () => {
+      if (stopped) return;
+      schedule();
+      fn();
+    });
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    cancelNext();
+  };
+}

@@ -1,0 +1,56 @@
+// What /readyz answers and how the retry queue is reported: one reason per
+// cause that keeps lines from being acknowledged (a park of the budget or of
+// a Data Source, a state fault, a backlog with no acknowledgement for
+// STALL_LINGER_PERIODS linger periods), and the queue gauges with one log
+// event per queue state change.
+import type { Readiness } from '../admin/server.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { RetryQueue } from '../queue/retry-queue.js';
+import type { Clock } from '../util/clock.js';
+
+/** /readyz: a backlog with no acknowledgement for this many linger periods is not ready. */
+export const STALL_LINGER_PERIODS = 10;
+
+export interface HealthSources {
+  sender: { readonly budgetPark: { readonly reason: string | null }; parkedDataSources(): ReadonlyMap<string, string> };
+  acker: { readonly faults: readonly string[] };
+  pipeline: { readonly batchesActive: number; readonly lastAckAt: number };
+  queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom'>;
+}
+
+export function readiness(src: HealthSources, clock: Clock, lingerMs: number): Readiness {
+  const reasons: string[] = [];
+  if (src.sender.budgetPark.reason) reasons.push(src.sender.budgetPark.reason);
+  // Each Data Source park reason once (bad_request, datasource_rejected).
+  for (const r of new Set(src.sender.parkedDataSources().values())) reasons.push(r);
+  reasons.push(...src.acker.faults);
+  // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).
+  const backlog = src.pipeline.batchesActive > 0 || src.queue.batches > 0;
+  if (backlog && clock.now() - src.pipeline.lastAckAt > STALL_LINGER_PERIODS * lingerMs) reasons.push('no_progress');
+  return { ready: reasons.length === 0, reasons };
+}
+
+/** The retry queue's gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
+export class QueueReport {
+  private state: 'empty' | 'holding' | 'full' = 'empty';
+
+  constructor(
+    private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom'>,
+    private readonly o: { metrics: Metrics; log: Logger; maxBatchBytes: number; maxQueueBytes: number },
+  ) {}
+
+  update(): void {
+    const q = this.queue;
+    const { metrics, log } = this.o;
+    metrics.queueBytes.set(q.bytes);
+    metrics.queueBatches.set(q.batches);
+    const state = q.batches === 0 ? 'empty' : q.hasRoom(this.o.maxBatchBytes) ? 'holding' : 'full';
+    if (state === this.state) return;
+    const at = { batches: q.batches, bytes: q.bytes, max_bytes: this.o.maxQueueBytes };
+    if (state === 'full') log.warn({ event: 'queue_full', ...at }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+    else if (state === 'holding' && this.state === 'empty') log.warn({ event: 'queue_holding', ...at }, 'batches are waiting in the disk retry queue');
+    else if (state === 'empty') log.info({ event: 'queue_drained' }, 'retry queue drained');
+    this.state = state;
+  }
+}
