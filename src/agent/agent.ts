@@ -32,7 +32,9 @@ import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
+import { relocateFiles } from '../spool/relocate.js';
 import { StartedParts } from './lifecycle.js';
+import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
 import { Linger } from '../batcher/linger.js';
 import { RetryQueue } from '../queue/retry-queue.js';
@@ -49,10 +51,6 @@ import { SenderEvents } from '../observe/sender-events.js';
 import { QueueReport, readiness } from '../observe/health.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 
-/** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
-const PERSIST_RESERVE_MS = 2000;
-/** After a fatal error, the agent closes what it can within this, then the process exits 1. */
-export const FATAL_CLOSE_MS = 5000;
 
 export interface AgentDeps {
   log: Logger;
@@ -87,6 +85,7 @@ export class Agent {
   private embedded: EmbeddedEmulator | null = null;
   /** Stops the tick, or null. */
   private stopTick: (() => void) | null = null;
+  private readonly stopper: StopSequence;
   private linger!: Linger;
   private acker!: Acker;
   private resender!: Resender;
@@ -112,6 +111,7 @@ export class Agent {
     this.clock = deps.clock ?? systemClock;
     this.codec = createCodec(config.compression.codec, config.compression.level);
     this.counts = new CountLog(this.clock, () => this.deps.log);
+    this.stopper = new StopSequence({ clock: this.clock, log: deps.log, stateDir: config.state_dir });
     this.layout = new LayoutReporter(
       config.spool.dir,
       (event, fields, msg) => this.deps.log.warn({ event, ...fields }, msg),
@@ -154,7 +154,7 @@ export class Agent {
         saturated: () => this.pipeline.saturated,
         caughtUp: (ds) => this.spooler.caughtUp(ds),
       });
-      this.store.setSeenProvider((key) => this.spooler.tailers.get(key)?.seen ?? undefined);
+      this.store.setSeenProvider((key) => this.spooler.seenOf(key));
       this.replayer = this.createReplayer();
       this.queueReport.update();
       // Queued batches first, then batches in flight at the last stop, then new data.
@@ -185,7 +185,7 @@ export class Agent {
   private async openState(): Promise<void> {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
-    this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)) });
+    this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)), relocate: relocateFiles });
     this.parts.add('state store', () => this.store.close());
     this.acker = new Acker(this.store, {
       clock,
@@ -463,7 +463,7 @@ export class Agent {
   }
 
   private pathOf(key: string): string | undefined {
-    return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.tailers.get(key)?.path;
+    return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.pathOf(key);
   }
 
   /** Every tick: batches that lingered long enough close, queue gauges, counted log events, the checkpoint when due. */
@@ -476,11 +476,7 @@ export class Agent {
 
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
   private behindBytes(): Map<string, number> {
-    const behind = new Map<string, number>();
-    for (const t of this.spooler?.tailers.values() ?? []) {
-      behind.set(t.ds, (behind.get(t.ds) ?? 0) + Math.max(0, t.lastSize - (this.store.progress.files.get(t.key)?.committed ?? t.readOffset)));
-    }
-    return behind;
+    return this.spooler?.behindBytes((key) => this.store.progress.files.get(key)?.committed) ?? new Map();
   }
 
   readiness(): Readiness {
@@ -490,7 +486,7 @@ export class Agent {
   /** The body of /status and of `spoolship status --json`: the StatusReport of src/report/report.ts. */
   status(): unknown {
     return statusReport({
-      tailers: this.spooler.tailers.values(),
+      tailers: this.spooler.files,
       committedOf: (key) => this.store.progress.files.get(key)?.committed,
       linesRead: this.metrics.linesRead,
       linesAcked: this.metrics.linesAcked,
@@ -512,8 +508,7 @@ export class Agent {
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */
   isFollowing(path: string, ino: number): boolean {
-    for (const t of this.spooler.tailers.values()) if (t.path === path && t.ino === ino && !t.finished) return true;
-    return false;
+    return this.spooler.isFollowing(path, ino);
   }
 
   /** SIGHUP: re-read the token file and retry parked work now. */
@@ -537,64 +532,19 @@ export class Agent {
 
   /**
    * Graceful stop; idempotent. Returns when state is on disk, within
-   * shutdown_timeout_ms whatever the server does. `forReload`: the process
-   * goes on with a new pipeline (SIGHUP), so the log does not say "stopped".
+   * shutdown_timeout_ms whatever the server does (agent/stop.ts).
+   * `forReload`: the process goes on with a new pipeline (SIGHUP), so the
+   * log does not say "stopped".
    */
   close(opts: { forReload?: boolean } = {}): Promise<void> {
-    this.closing ??= this.doClose(opts.forReload === true);
+    this.closing ??= this.stopper.graceful(this.runningParts(), this.config.shutdown_timeout_ms, opts.forReload === true);
     return this.closing;
   }
 
-  /**
-   * The stop sequence, on the clock, inside shutdown_timeout_ms:
-   * 1. stop reading, close open batches;
-   * 2. let batches be sent (failing ones move to the disk queue) until the
-   *    persist reserve is all that is left;
-   * 3. no new attempts; abandon what is still unanswered (its batch stays a
-   *    journal intent or queued, and is sent again at the next start);
-   * 4. persist: dead letters, journal, checkpoint, queue; release the lock.
-   */
-  private async doClose(forReload: boolean): Promise<void> {
-    const log = this.deps.log;
-    const timeoutMs = this.config.shutdown_timeout_ms;
-    const deadline = this.clock.now() + timeoutMs;
-    const reserveMs = Math.min(PERSIST_RESERVE_MS, Math.floor(timeoutMs / 4));
-    const stopWaitingAt = deadline - reserveMs;
-    if (forReload) log.info({ event: 'reloading', timeout_ms: timeoutMs }, 'reload: draining the old pipeline');
-    else log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
-    this.stopTimers();
-    await this.control?.close();
-    await this.within(this.spooler.stop(), stopWaitingAt);
-    this.batcher.closeAll();
-    await this.within(this.resender.close(), stopWaitingAt);
-    await this.pipeline.drainUntil(stopWaitingAt);
-    this.sender.stop();
-    this.pipeline.stop();
-    const rest = Promise.all([this.pipeline.drainAll(), this.replayer.stop()]);
-    if (!(await this.within(rest, stopWaitingAt))) {
-      log.warn({ event: 'shutdown_timeout' }, 'shutdown timeout: unanswered requests are abandoned; their batches are sent again at the next start');
-      await this.within(this.client.destroy(), deadline);
-      // The aborted requests end their deliveries; queue writes they start are bounded by the deadline too.
-      await this.within(rest, deadline - reserveMs / 2);
-    } else {
-      await this.within(this.client.close(), stopWaitingAt);
-      await this.within(this.client.destroy(), deadline);
-    }
-    const persisted = await this.within(this.persist(), deadline);
-    if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.config.state_dir }, 'shutdown timeout while writing state; the next start recovers from the journal');
-    await this.releaseRest();
-    this.counts.flush(true);
-    if (forReload) log.info({ event: 'pipeline_closed_for_reload' }, 'old pipeline closed; starting the new one');
-    else log.info({ event: 'stopped' }, 'stopped');
-  }
-
-  private async persist(): Promise<void> {
-    await this.deadLetters.flush();
-    await this.acker.close();
-    await this.store.flush();
-    await this.store.checkpoint();
-    await this.store.close();
-    await this.queue.close();
+  /** After a fatal error: stop without writing more state, within FATAL_CLOSE_MS (agent/stop.ts). */
+  destroy(): Promise<void> {
+    this.closing ??= this.stopper.afterFatal(this.runningParts());
+    return this.closing;
   }
 
   private stopTimers(): void {
@@ -604,51 +554,38 @@ export class Agent {
     void this.acker?.close();
   }
 
-  /** What is left once state is on disk (or abandoned): connections, servers, watchers, the lock. */
-  private async releaseRest(): Promise<void> {
-    await Promise.all([
-      this.control?.close(),
-      this.dirWatch?.close(),
-      this.limiter?.close().catch(() => undefined),
-      this.admin?.close().catch(() => undefined),
-      this.embedded?.close().catch(() => undefined),
-    ]);
-    this.token?.close();
-    await this.lock?.release().catch(() => undefined);
-  }
-
-  /**
-   * After a fatal error: stop everything without writing more state (the
-   * next start recovers from what is on disk), within FATAL_CLOSE_MS, so the
-   * process exits instead of staying up without shipping.
-   */
-  async destroy(): Promise<void> {
-    this.closing ??= (async () => {
-      const deadline = this.clock.now() + FATAL_CLOSE_MS;
-      this.stopTimers();
-      this.sender?.stop();
-      this.pipeline?.stop();
-      await this.within(Promise.all([this.spooler?.stop(), this.client?.destroy(), this.replayer?.stop()]), deadline - FATAL_CLOSE_MS / 2);
-      await this.within(this.releaseRest(), deadline);
-    })();
-    return this.closing;
-  }
-
-  /** Wait for `p` until `deadline` on the clock; false when time ran out (p goes on, unobserved). */
-  private async within(p: Promise<unknown>, deadline: number): Promise<boolean> {
-    const done = new AbortController();
-    let ok = false;
-    const settled = p.then(
-      () => (ok = true),
-      (err) => {
-        ok = true;
-        this.deps.log.warn({ event: 'stop_step_failed', err: String(err) }, 'a step of the stop sequence failed');
+  private runningParts(): RunningParts {
+    return {
+      stopTimers: () => this.stopTimers(),
+      control: this.control,
+      spooler: this.spooler,
+      batcher: this.batcher,
+      resender: this.resender,
+      pipeline: this.pipeline,
+      sender: this.sender,
+      replayer: this.replayer,
+      client: this.client,
+      persist: async () => {
+        await this.deadLetters.flush();
+        await this.acker.close();
+        await this.store.flush();
+        await this.store.checkpoint();
+        await this.store.close();
+        await this.queue.close();
       },
-    );
-    void settled.then(() => done.abort());
-    await this.clock.sleep(Math.max(0, deadline - this.clock.now()), done.signal);
-    done.abort();
-    return ok;
+      releaseRest: async () => {
+        await Promise.all([
+          this.control?.close(),
+          this.dirWatch?.close(),
+          this.limiter?.close().catch(() => undefined),
+          this.admin?.close().catch(() => undefined),
+          this.embedded?.close().catch(() => undefined),
+        ]);
+        this.token?.close();
+        await this.lock?.release().catch(() => undefined);
+      },
+      flushLogs: () => this.counts.flush(true),
+    };
   }
 }
 

@@ -8,7 +8,7 @@ import zlib from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
 import { contentEnd, lineEnd } from '../batcher/lines.js';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
-import { locateByIdentity } from '../state/store.js';
+import { locateByIdentity } from '../spool/relocate.js';
 
 export interface LineLocation {
   file: string;

@@ -1,3 +1,8 @@
+// Longer than ~250 lines: the read (whole lines, the partial last line kept
+// as bytes or as an offset, too-long lines) and the file's followed state
+// (path, detached, finished, sizes) change only through this class's own
+// methods, so both live here.
+//
 // Reads one file from `readOffset` into a shared buffer (owned by the
 // Spooler, ~1 MiB, reused for every read) and hands whole lines to the
 // batcher. A partial last line is never sent until its newline arrives, or
@@ -35,19 +40,18 @@ export class FileTailer implements TrackedFileRef {
   private carryStart: number;
   /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters at its end. */
   private skipping = false;
-  /** The path no longer matches (renamed out of the patterns or deleted): read to the end, then finish. */
-  detached = false;
-  finished = false;
-  lastGrowthAt: number;
-  lastSize = 0;
-  lastMtimeMs = 0;
-  /** [size, mtimeMs, ctimeMs] of the last stat taken while the file's identity held (checkpointed: SeenStat). */
-  seen: SeenStat | null = null;
+  #detached = false;
+  #finished = false;
+  #lastGrowthAt: number;
+  #lastSize = 0;
+  #lastMtimeMs = 0;
+  #seen: SeenStat | null = null;
+  #path: string;
 
   constructor(
     public key: string,
     readonly ds: string,
-    public path: string,
+    path: string,
     startOffset: number,
     readonly dev: number,
     readonly ino: number,
@@ -55,9 +59,85 @@ export class FileTailer implements TrackedFileRef {
     now: number,
     private readonly maxLineBytes: number,
   ) {
+    this.#path = path;
     this.readOffset = startOffset;
     this.carryStart = startOffset;
-    this.lastGrowthAt = now;
+    this.#lastGrowthAt = now;
+  }
+
+  /** Where the file is now (it follows renames). */
+  get path(): string {
+    return this.#path;
+  }
+
+  /** The path no longer matches (renamed out of the patterns or deleted): read to the end, then finish. */
+  get detached(): boolean {
+    return this.#detached;
+  }
+
+  /** Read to its end after it was detached, or deleted (on_complete: delete): nothing more is read. */
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  /** When a read last found new bytes. */
+  get lastGrowthAt(): number {
+    return this.#lastGrowthAt;
+  }
+
+  /** The file's size as last seen (a stat, or the end of a read). */
+  get lastSize(): number {
+    return this.#lastSize;
+  }
+
+  get lastMtimeMs(): number {
+    return this.#lastMtimeMs;
+  }
+
+  /** [size, mtimeMs, ctimeMs] of the last stat taken while the file's identity held (checkpointed: SeenStat). */
+  get seen(): SeenStat | null {
+    return this.#seen;
+  }
+
+  /** The file was found at another path (a rename). */
+  moveTo(path: string): void {
+    this.#path = path;
+  }
+
+  detach(): void {
+    this.#detached = true;
+  }
+
+  /** Renamed back into the patterns while still open. */
+  reattach(): void {
+    this.#detached = false;
+  }
+
+  finish(): void {
+    this.#finished = true;
+  }
+
+  /** A stat of the file; `identityHeld`: taken while its identity was checked (becomes `seen`). */
+  sawStat(st: { size: number; mtimeMs: number; ctimeMs: number }, identityHeld = true, mtimeMs = st.mtimeMs): void {
+    this.#lastSize = st.size;
+    this.#lastMtimeMs = mtimeMs;
+    if (identityHeld) this.#seen = [st.size, st.mtimeMs, st.ctimeMs];
+  }
+
+  /** A read found new bytes at `now`. */
+  grew(now: number): void {
+    this.#lastGrowthAt = now;
+    if (this.readOffset > this.#lastSize) this.#lastSize = this.readOffset;
+  }
+
+  /** A read found no new bytes: the file ends where reading stands (if it shrank, the next scan decides: truncation). */
+  readToEnd(): void {
+    this.#lastSize = this.readOffset;
+  }
+
+  /** Bytes known to be in the file and not yet read. */
+  get unreadBytes(): number {
+    return Math.max(0, this.#lastSize - this.readOffset);
   }
 
   async ensureOpen(): Promise<FileHandle | null> {

@@ -1,6 +1,7 @@
-// Longer than ~250 lines: the journal writes, the checkpoint snapshot and the
-// start-up relocation of files by identity share the in-memory state; the
-// replay of what is on disk is state/replay.ts.
+// Longer than ~250 lines: the journal writes and the checkpoint snapshot
+// share the in-memory state; the replay of what is on disk is
+// state/replay.ts, finding files again by identity is spool/relocate.ts
+// (injected as `relocate`).
 //
 // Durable progress: the journal (journal.ts) plus a compacted checkpoint.
 //
@@ -18,9 +19,6 @@
 //   offset back to the gap, and batches recorded after it are read again.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { sameContentStart } from '../spool/identity.js';
-import { listInodes } from '../spool/walk.js';
-import { mapLimit } from '../util/concurrency.js';
 import { atomicWrite } from '../util/fsx.js';
 import { JournalWriter, journalPath, listJournals, type FileMeta, type QueuedIntent, type RangeRecord } from './journal.js';
 import { CHECKPOINT_VERSION, encodeCheckpoint } from './checkpoint-format.js';
@@ -45,7 +43,7 @@ export interface Recovery {
 }
 
 /** What an identity check saw of a file. */
-interface VerifiedStat {
+export interface VerifiedStat {
   path: string;
   size: number;
   mtimeMs: number;
@@ -56,13 +54,19 @@ export function sameAsSeen(seen: SeenStat | undefined, st: { size: number; mtime
   return seen !== undefined && st.size === seen[0] && st.mtimeMs === seen[1] && st.ctimeMs === seen[2];
 }
 
-/** Files checked at once during start-up. */
-const RELOCATE_CONCURRENCY = 32;
+/**
+ * Finds the files of the state again by identity at start-up: each one
+ * found (at its recorded path or another name in its directory), by key.
+ * spool/relocate.ts relocateFiles; injected, so the state does not import
+ * the spool.
+ */
+export type FileRelocator = (files: ReadonlyArray<{ meta: FileMeta; seen: SeenStat | undefined }>) => Promise<Map<string, VerifiedStat>>;
 
 export interface StateStoreOptions {
   stateDir: string;
   now: () => number;
   onBackgroundError: (err: unknown) => void;
+  relocate: FileRelocator;
 }
 
 export class StateStore {
@@ -282,53 +286,13 @@ export class StateStore {
    * inode + fingerprint) in its directory.
    */
   private async relocateFiles(): Promise<void> {
-    // Files not at their recorded path are looked up in one listing per directory, not one each.
-    const listings = new Map<string, Promise<Map<string, string[]>>>();
-    const inodesIn = (dir: string) => {
-      let l = listings.get(dir);
-      if (!l) listings.set(dir, (l = listInodes(dir)));
-      return l;
-    };
-    await mapLimit([...this.progress.files.values()], RELOCATE_CONCURRENCY, async (fp) => {
-      const found = (await unchangedSince(fp.meta, this.seen.get(fp.meta.key))) ?? (await findByIdentity(fp.meta, inodesIn));
-      if (found === null) return;
-      this.seen.set(fp.meta.key, [found.size, found.mtimeMs, found.ctimeMs]);
-      if (found.path !== fp.meta.path) fp.meta = { ...fp.meta, path: found.path };
-    });
-  }
-}
-
-/** Path of the file with `meta`'s identity: its recorded path, or another name in the same directory; null when gone. */
-export async function locateByIdentity(meta: FileMeta): Promise<string | null> {
-  return (await findByIdentity(meta))?.path ?? null;
-}
-
-/** The file at its recorded path, when its stat is exactly the one last checked. */
-async function unchangedSince(meta: FileMeta, seen: SeenStat | undefined): Promise<VerifiedStat | null> {
-  if (!seen) return null;
-  const st = await fsp.stat(meta.path).catch(() => null);
-  if (!st?.isFile() || st.dev !== meta.dev || st.ino !== meta.ino || !sameAsSeen(seen, st)) return null;
-  return { path: meta.path, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
-}
-
-/** locateByIdentity, with what the check saw of the file. */
-async function findByIdentity(meta: FileMeta, inodesIn: (dir: string) => Promise<Map<string, string[]>> = listInodes): Promise<VerifiedStat | null> {
-  const matches = async (p: string): Promise<VerifiedStat | null> => {
-    const fh = await fsp.open(p, 'r').catch(() => null);
-    if (!fh) return null;
-    try {
-      const st = await fh.stat();
-      const same = st.isFile() && st.dev === meta.dev && st.ino === meta.ino && (await sameContentStart(fh, st.size, meta));
-      return same ? { path: p, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs } : null;
-    } finally {
-      await fh.close();
+    const files = [...this.progress.files.values()];
+    const found = await this.opts.relocate(files.map((fp) => ({ meta: fp.meta, seen: this.seen.get(fp.meta.key) })));
+    for (const fp of files) {
+      const f = found.get(fp.meta.key);
+      if (!f) continue;
+      this.seen.set(fp.meta.key, [f.size, f.mtimeMs, f.ctimeMs]);
+      if (f.path !== fp.meta.path) fp.meta = { ...fp.meta, path: f.path };
     }
-  };
-  const atPath = await matches(meta.path);
-  if (atPath) return atPath;
-  for (const p of (await inodesIn(path.dirname(meta.path))).get(`${meta.dev}:${meta.ino}`) ?? []) {
-    const found = await matches(p);
-    if (found) return found;
   }
-  return null;
 }

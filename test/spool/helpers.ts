@@ -8,7 +8,10 @@ import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
 import { Router } from '../../src/spool/routes.js';
 import { Spooler, type SpoolerEvents } from '../../src/spool/spooler.js';
 import { StateStore } from '../../src/state/store.js';
+import { relocateFiles } from '../../src/spool/relocate.js';
 import { systemClock } from '../../src/util/clock.js';
+import { listFiles } from '../../src/spool/walk.js';
+import type { ReadLoop } from '../../src/spool/read-loop.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -19,7 +22,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-scan-'));
   const spool = path.join(dir, 'spool');
   await mkdir(path.join(spool, 'ev'), { recursive: true });
-  const store = await StateStore.open({ stateDir: path.join(dir, 'state'), now: () => Date.now(), onBackgroundError: (err) => { throw err; } });
+  const store = await StateStore.open({ stateDir: path.join(dir, 'state'), now: () => Date.now(), onBackgroundError: (err) => { throw err; }, relocate: relocateFiles });
   cleanups.push(async () => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
@@ -38,8 +41,10 @@ export async function setup(events: Partial<SpoolerEvents> = {}) {
     onClose: (b) => closed.push({ ...b, body: Buffer.from(b.body) }),
     onDeadLetter: () => undefined,
   });
+  const router = new Router(spool, []);
+  const realList = () => listFiles(router.walkRoots());
   const spooler = new Spooler({
-    router: new Router(spool, []),
+    router,
     store,
     batcher,
     clock: systemClock,
@@ -51,10 +56,13 @@ export async function setup(events: Partial<SpoolerEvents> = {}) {
     waitForRoom: async () => undefined,
     events: { onDiscovered: () => undefined, onTruncated: () => undefined, onFinished: () => undefined, ...events },
     watch: false,
+    // The scan's listing, replaceable to freeze it at a moment.
+    listFiles: () => internals.listCandidates(),
   });
-  // The scan's listing, replaceable to freeze it at a moment.
-  const internals = spooler as unknown as { listCandidates: () => Promise<string[]>; readRound: () => Promise<boolean> };
-  const realList = internals.listCandidates.bind(spooler);
+  const internals = {
+    listCandidates: realList,
+    readRound: () => (spooler as unknown as { reader: ReadLoop }).reader.round(() => false),
+  };
   const readAll = async () => {
     while (await internals.readRound());
     batcher.closeAll();

@@ -19,14 +19,14 @@ describe('scan races', () => {
     await rename(live, rotated);
     internals.listCandidates = async () => stale;
     await spooler.scan();
-    const t = [...spooler.tailers.values()][0]!;
+    const t = [...spooler.files][0]!;
     expect({ path: t.path, detached: t.detached }).toEqual({ path: rotated, detached: false });
     internals.listCandidates = realList;
     await readAll(); // a detached file would be finished here
     await spooler.scan();
     await readAll();
     expect(closed.map((b) => b.body.toString()).join('')).toBe('{"n":1}\n{"n":2}\n');
-    expect(spooler.tailers.size).toBe(1);
+    expect([...spooler.files].length).toBe(1);
   });
 
   it('a finished file whose inode is seen again becomes a new generation, never the old progress again', async () => {
@@ -38,13 +38,13 @@ describe('scan races', () => {
     await rename(live, `${live}.old`); // out of the patterns: read to its end, finished
     await spooler.scan();
     await readAll();
-    const old = [...spooler.tailers.values()][0]!;
+    const old = [...spooler.files][0]!;
     expect(old.finished).toBe(true);
     // Back in the patterns before its batch was acknowledged (or a new file
     // under the reused inode: the two look alike once the descriptor is closed).
     await rename(`${live}.old`, path.join(spool, 'ev', 'app.2.ndjson'));
     await spooler.scan();
-    const keys = [...spooler.tailers.values()].map((t) => [t.key.split(':')[2], t.finished, t.readOffset]);
+    const keys = [...spooler.files].map((t) => [t.key.split(':')[2], t.finished, t.readOffset]);
     expect(keys).toEqual([
       ['0', true, 8],
       ['1', false, 0],

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { FileMeta } from '../../src/state/journal.js';
 import { DEAD_LETTER_OWNER } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
+import { relocateFiles } from '../../src/spool/relocate.js';
 import { readStateView } from '../../src/report/state-reader.js';
 
 const dirs: string[] = [];
@@ -22,7 +23,7 @@ function meta(key: string, ino: number): FileMeta {
 }
 
 async function store(dir: string): Promise<StateStore> {
-  return StateStore.open({ stateDir: dir, now: () => 0, onBackgroundError: (err) => { throw err; } });
+  return StateStore.open({ stateDir: dir, now: () => 0, onBackgroundError: (err) => { throw err; }, relocate: relocateFiles });
 }
 
 describe('state replay', () => {

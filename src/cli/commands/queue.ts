@@ -20,6 +20,7 @@ import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/prot
 import { readQueueRecords, type QueueRecordView } from '../../report/queue-reader.js';
 import { acquireLock } from '../../state/lock.js';
 import { StateStore } from '../../state/store.js';
+import { relocateFiles } from '../../spool/relocate.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship queue list        [-c FILE] [--datasource DS] [--json]
@@ -170,7 +171,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
       io.stderr.write(`spoolship queue dead-letter: no queued batch ${unknown.join(', ')} (see 'spoolship queue list'); nothing moved\n`);
       return EXIT_FAILURE;
     }
-    const store = await StateStore.open({ stateDir: config.state_dir, now: () => Date.now(), onBackgroundError: () => undefined });
+    const store = await StateStore.open({ stateDir: config.state_dir, now: () => Date.now(), onBackgroundError: () => undefined, relocate: relocateFiles });
     const queue = await RetryQueue.open(queueDir, config.queue.max_bytes, () => undefined);
     const dead = new DeadLetterStore(deadLetterDir(config.state_dir), config.dead_letter.max_bytes, () => new Date(), () => undefined);
     await dead.open();

@@ -1,0 +1,40 @@
+// After each scan: files finished and fully committed are forgotten (by the
+// spooler and the state); with on_complete: delete, a file fully committed,
+// idle for idle_ms and superseded (renamed out of the patterns, or a newer
+// file grows in its directory) is deleted and finished.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { SpoolerOptions } from './options.js';
+import type { FileTailer } from './tailer.js';
+import type { Tailers } from './tailers.js';
+
+export async function collectFinished(o: SpoolerOptions, tailers: Tailers): Promise<void> {
+  const store = o.store;
+  for (const t of tailers.list()) {
+    const fp = store.progress.files.get(t.key);
+    const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
+    if (t.finished && fullyCommitted) {
+      tailers.remove(t);
+      store.forgetFile(t.key);
+      continue;
+    }
+    if (o.onComplete === 'delete' && !t.finished && fullyCommitted && superseded(t, tailers)) {
+      const idle = o.clock.now() - t.lastGrowthAt >= o.idleMs;
+      if (!idle) continue;
+      await fsp.rm(t.path, { force: true });
+      await t.closeFd();
+      t.finish();
+      o.events.onFinished(t.ds, t.path, true);
+    }
+  }
+}
+
+/** Renamed out of the patterns, or a newer file exists in the same directory. */
+function superseded(t: FileTailer, tailers: Tailers): boolean {
+  if (t.detached) return true;
+  const dir = path.dirname(t.path);
+  for (const other of tailers.values()) {
+    if (other !== t && !other.finished && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt) return true;
+  }
+  return false;
+}

@@ -1,0 +1,168 @@
+// A scan: list spool.dir and spool.sources (walk.ts, routes.ts), admit each
+// path (admission.ts), stat it, and match it to the file it is by identity:
+// a file followed already (its size and times updated, a rename followed, a
+// truncation or a replaced file restarted: rotation.ts), a file the state
+// knows from before (resumed where it was committed), or a new file (read
+// from 0, or from its end with start_at: end in the first scan). Followed
+// files no scan finds any more are detached (rotation.ts).
+import { promises as fsp, type Stats } from 'node:fs';
+import { sameAsSeen } from '../state/store.js';
+import { mapLimit } from '../util/concurrency.js';
+import { fileKey, fingerprintOf, headMatches, readHead, type FileHead } from './identity.js';
+import type { KnownFiles } from './known-files.js';
+import { checkLayout } from './layout.js';
+import type { SpoolerOptions } from './options.js';
+import type { Rotation } from './rotation.js';
+import { FileTailer } from './tailer.js';
+import type { Tailers } from './tailers.js';
+import { listFiles } from './walk.js';
+
+/**
+ * File-system calls a scan keeps going at once. One after another, a scan of
+ * 10,000 files spent most of its seconds waiting for round trips to the
+ * threadpool; the read loop waits for the scan.
+ */
+const SCAN_CONCURRENCY = 32;
+
+export class Discovery {
+  /** True until the first scan has ended (start_at, files verified at start-up, files to adopt). */
+  firstScan = true;
+
+  constructor(
+    private readonly o: SpoolerOptions,
+    private readonly tailers: Tailers,
+    private readonly known: KnownFiles,
+    private readonly rotation: Rotation,
+  ) {}
+
+  /** One scan; `completed` runs before its end (collecting finished files: completion.ts). */
+  async scan(completed: () => Promise<void>): Promise<void> {
+    this.known.rebuild();
+    if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
+    const seen = new Set<string>();
+    const candidates: Array<{ p: string; ds: string }> = [];
+    const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
+    for (const p of listed.paths) {
+      const ds = this.o.router.route(p);
+      if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.get(p) ?? null)))) candidates.push({ p, ds });
+    }
+    // Stat every path, then read the first bytes of the files not yet
+    // tracked, SCAN_CONCURRENCY at a time; the decisions below stay in path
+    // order, one file after another.
+    const stats = await mapLimit(candidates, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
+    const heads = await mapLimit(candidates, SCAN_CONCURRENCY, async ({ p }, i) => {
+      const st = stats[i];
+      if (!st?.isFile() || this.tailers.ofInode(st.dev, st.ino) || this.verifiedAtStart(p, st)) return null;
+      return readHead(p, st.dev, st.ino);
+    });
+    for (let i = 0; i < candidates.length; i++) {
+      const st = stats[i];
+      if (!st?.isFile()) continue;
+      const key = await this.track(candidates[i]!.p, candidates[i]!.ds, st, heads[i] ?? null);
+      if (key) seen.add(key);
+    }
+    for (const t of this.tailers.list()) {
+      if (!seen.has(t.key) && !t.detached && !t.finished) await this.rotation.detach(t);
+    }
+    if (this.firstScan) await this.adoptUnmatched();
+    await completed();
+    this.firstScan = false;
+  }
+
+  /**
+   * Files known from before the restart that no pattern matches any more
+   * (renamed out of the patterns while being read, or while the agent was
+   * down): read them to the end, as a running agent would have. Without this
+   * a kill -9 during such a file loses its unread tail. The state store has
+   * already found each file again by identity (spool/relocate.ts).
+   */
+  private async adoptUnmatched(): Promise<void> {
+    const store = this.o.store;
+    for (const fp of store.progress.files.values()) {
+      const m = fp.meta;
+      if (this.tailers.has(m.key) || this.tailers.ofInode(m.dev, m.ino)) continue;
+      const st = await fsp.stat(m.path).catch(() => null);
+      if (!st || !st.isFile() || st.dev !== m.dev || st.ino !== m.ino) continue;
+      const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
+      if (st.size < resume) continue;
+      const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+      t.sawStat(st, false);
+      // Opened now (ensureOpen checks device and inode): a detached file is
+      // read only through the descriptor it holds.
+      if (!(await t.ensureOpen())) continue;
+      t.detach();
+      this.tailers.add(t);
+    }
+  }
+
+  private async track(p: string, ds: string, st: Stats, head: FileHead | null): Promise<string | null> {
+    const existing = this.tailers.ofInode(st.dev, st.ino);
+    if (existing?.finished) {
+      // A finished file's descriptor is closed, so its inode can be reused:
+      // the file now here is a new one (inode reuse after delete). Read it
+      // from 0 as a new generation; if it was the old one renamed back, that
+      // re-sends it (duplicates), which beats losing a new file.
+      return this.addFile(p, ds, st, head, existing.gen + 1);
+    }
+    if (!existing) return this.addFile(p, ds, st, head);
+    // Still open, so the inode cannot have been reused: renamed back into the patterns.
+    if (existing.detached) existing.reattach();
+    if (existing.path !== p) this.rotation.moved(existing, p);
+    const changed = st.size !== existing.lastSize || st.mtimeMs !== existing.lastMtimeMs;
+    if (st.size < existing.readOffset) await this.rotation.restart(existing, st.size, 'truncated');
+    else if (changed && !(await this.rotation.startsAsKnown(existing, st.size))) await this.rotation.restart(existing, st.size, 'replaced');
+    else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
+    existing.sawStat(st);
+    return existing.key;
+  }
+
+  /**
+   * A known file that start-up already found again by identity (fingerprint
+   * read then), at this path and with the same size and times: no need to
+   * read its first bytes again. Only in the first scan, moments later.
+   */
+  private verifiedAtStart(p: string, st: Stats): string | null {
+    if (!this.firstScan) return null;
+    for (const fp of this.known.of(st.dev, st.ino)) {
+      if (fp.meta.path === p && sameAsSeen(this.o.store.seenAtStart(fp.meta.key), st)) return fp.meta.key;
+    }
+    return null;
+  }
+
+  private async addFile(p: string, ds: string, st: Stats, head: FileHead | null, minGen = 0): Promise<string | null> {
+    const { dev, ino, size } = st;
+    const store = this.o.store;
+    const verifiedKey = minGen === 0 ? this.verifiedAtStart(p, st) : null;
+    if (!verifiedKey) head ??= await readHead(p, dev, ino);
+    if (!verifiedKey && !head) return null;
+    // Known from a previous run (or earlier in this one)?
+    for (const fp of this.known.of(dev, ino)) {
+      const m = fp.meta;
+      // A finished file's inode seen again: a new file, never the old progress.
+      if (m.gen < minGen) continue;
+      if (verifiedKey ? m.key === verifiedKey : headMatches(head!.head, size, m)) {
+        const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
+        if (size < resume) break; // truncated while we were down: a new generation below
+        const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+        t.sawStat(st, true, head?.mtimeMs ?? st.mtimeMs);
+        this.tailers.add(t);
+        if (m.path !== p) store.updateFile({ ...m, path: p });
+        return m.key;
+      }
+    }
+    head ??= await readHead(p, dev, ino);
+    if (!head) return null;
+    let gen = minGen;
+    for (const fp of this.known.of(dev, ino)) gen = Math.max(gen, fp.meta.gen + 1);
+    const key = fileKey(dev, ino, gen);
+    const f = fingerprintOf(head.head);
+    const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
+    store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
+    this.known.note(key, dev, ino);
+    const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
+    t.sawStat(st, true, head.mtimeMs);
+    this.tailers.add(t);
+    this.o.events.onDiscovered(ds, p);
+    return key;
+  }
+}

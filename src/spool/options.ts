@@ -1,0 +1,39 @@
+// What the spooler and its parts (discovery.ts, rotation.ts, read-loop.ts,
+// completion.ts) are given.
+import type { Batcher } from '../batcher/batcher.js';
+import type { StateStore } from '../state/store.js';
+import type { Clock } from '../util/clock.js';
+import type { Admission } from './admission.js';
+import type { SpoolLayout } from './layout.js';
+import type { Router } from './routes.js';
+import type { listFiles } from './walk.js';
+
+export interface SpoolerEvents {
+  onDiscovered(ds: string, file: string): void;
+  onTruncated(ds: string, file: string): void;
+  onFinished(ds: string, file: string, deleted: boolean): void;
+  /** A read round found nothing to read: every file is read to its known end. */
+  onIdle?(): void;
+  /** What each scan found of the spool's layout (a missing spool.dir, skipped directories). */
+  onLayout?(layout: SpoolLayout): void;
+}
+
+export interface SpoolerOptions {
+  router: Router;
+  /** spool.exclude and spool.follow_symlinks (all paths admitted when absent). */
+  admission?: Admission;
+  store: StateStore;
+  batcher: Batcher;
+  clock: Clock;
+  startAt: 'beginning' | 'end';
+  onComplete: 'keep' | 'delete';
+  idleMs: number;
+  maxLineBytes: number;
+  rescanMs: number;
+  /** Resolves when the pipeline has room for more data. */
+  waitForRoom: () => Promise<void>;
+  events: SpoolerEvents;
+  watch: boolean;
+  /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
+  listFiles?: typeof listFiles;
+}

@@ -1,0 +1,84 @@
+// One read round: a chunk from every file with unread bytes, into the
+// spooler's one buffer, waiting whenever the pipeline is full
+// (backpressure), so memory never grows with the backlog. Descriptors of
+// files read to their end go back beyond FD_BUDGET or after idle_ms; a
+// detached file read to its end is finished (its partial last line sent
+// whole).
+import type { SpoolerOptions } from './options.js';
+import type { FileTailer } from './tailer.js';
+import type { Tailers } from './tailers.js';
+
+export const READ_BUFFER_BYTES = 1024 * 1024;
+/**
+ * Open descriptors kept for files read to their end. Beyond it a file is
+ * closed at its end and reopened when it grows: 10,000 files must not mean
+ * 10,000 descriptors. Below it, descriptors stay open so a rename out of the
+ * patterns is followed through the open file.
+ */
+export const FD_BUDGET = 1000;
+
+export class ReadLoop {
+  private readonly buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+
+  constructor(
+    private readonly o: SpoolerOptions,
+    private readonly tailers: Tailers,
+  ) {}
+
+  /** Read one chunk from every file with unread bytes; true when anything was read. */
+  async round(stopped: () => boolean): Promise<boolean> {
+    let any = false;
+    let openFds = this.tailers.openDescriptors;
+    for (const t of this.tailers.list()) {
+      if (stopped()) return any;
+      if (t.finished) continue;
+      // Nothing new since the last look (the rescan and watch events update
+      // lastSize): no read, no descriptor. Detached files are always drained.
+      if (!t.detached && t.lastSize <= t.readOffset) {
+        // Over the descriptor budget, or idle for idle_ms: give it back.
+        if (t.fh && !t.pinned && (openFds > FD_BUDGET || this.idle(t))) {
+          await t.closeFd();
+          openFds--;
+        }
+        continue;
+      }
+      await this.o.waitForRoom();
+      if (stopped()) return any;
+      const hadFd = t.fh !== null;
+      const n = await t.readOnce(this.buf, this.o.batcher);
+      if (!hadFd && t.fh) openFds++;
+      if (n > 0) {
+        any = true;
+        t.grew(this.o.clock.now());
+        // Read to its known end while over the budget: close it now, not a round later.
+        if (t.readOffset >= t.lastSize && openFds > FD_BUDGET && !t.detached && !t.pinned) {
+          await t.closeFd();
+          openFds--;
+        }
+      } else {
+        t.readToEnd();
+        await this.atEnd(t);
+      }
+    }
+    return any;
+  }
+
+  private idle(t: FileTailer): boolean {
+    return this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs;
+  }
+
+  private async atEnd(t: FileTailer): Promise<void> {
+    if (t.detached) {
+      // Drained after leaving the patterns: the writer has moved on.
+      await t.flushRemainder(this.o.batcher);
+      t.finish();
+      await t.closeFd();
+      this.o.events.onFinished(t.ds, t.path, false);
+      return;
+    }
+    if (this.idle(t) && t.fh && !t.pinned) {
+      // Idle: give the descriptor back; the rescan reopens the file when it grows.
+      await t.closeFd();
+    }
+  }
+}

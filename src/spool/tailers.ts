@@ -1,0 +1,90 @@
+// The files being followed: one FileTailer per file generation, by key,
+// and the newest tailer of each inode (a scan looks every path up by
+// device and inode). Outside the spool they are read through TailerView and
+// the questions below, never changed.
+import type { SeenStat } from '../state/store.js';
+import type { FileTailer } from './tailer.js';
+
+/** What the rest of the agent may read of a followed file. */
+export interface TailerView {
+  readonly key: string;
+  readonly ds: string;
+  readonly path: string;
+  readonly ino: number;
+  readonly lastSize: number;
+  readonly readOffset: number;
+  readonly detached: boolean;
+  readonly finished: boolean;
+  readonly seen: SeenStat | null;
+}
+
+export class Tailers {
+  private readonly byKey = new Map<string, FileTailer>();
+  /** dev:ino -> the newest tailer of that inode. */
+  private readonly byInode = new Map<string, FileTailer>();
+
+  get(key: string): FileTailer | undefined {
+    return this.byKey.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.byKey.has(key);
+  }
+
+  values(): IterableIterator<FileTailer> {
+    return this.byKey.values();
+  }
+
+  /** A copy, for loops that add or remove tailers. */
+  list(): FileTailer[] {
+    return [...this.byKey.values()];
+  }
+
+  /** The newest tailer of this inode. */
+  ofInode(dev: number, ino: number): FileTailer | undefined {
+    return this.byInode.get(`${dev}:${ino}`);
+  }
+
+  add(t: FileTailer): void {
+    this.byKey.set(t.key, t);
+    const id = `${t.dev}:${t.ino}`;
+    const cur = this.byInode.get(id);
+    if (!cur || cur === t || cur.gen <= t.gen) this.byInode.set(id, t);
+  }
+
+  remove(t: FileTailer): void {
+    this.byKey.delete(t.key);
+    const id = `${t.dev}:${t.ino}`;
+    if (this.byInode.get(id) === t) this.byInode.delete(id);
+  }
+
+  /** Descriptors held now. */
+  get openDescriptors(): number {
+    let n = 0;
+    for (const t of this.byKey.values()) if (t.fh) n++;
+    return n;
+  }
+
+  /** Every file of `ds` read to its known end (the end-of-backlog rule asks). */
+  caughtUp(ds: string): boolean {
+    for (const t of this.byKey.values()) {
+      if (t.ds === ds && !t.finished && (t.detached || t.lastSize > t.readOffset)) return false;
+    }
+    return true;
+  }
+
+  /** spoolship_behind_bytes: per Data Source, the bytes of its files past their committed offset (the read offset when the state has none). */
+  behindBytes(committedOf: (key: string) => number | undefined): Map<string, number> {
+    const behind = new Map<string, number>();
+    for (const t of this.byKey.values()) {
+      behind.set(t.ds, (behind.get(t.ds) ?? 0) + Math.max(0, t.lastSize - (committedOf(t.key) ?? t.readOffset)));
+    }
+    return behind;
+  }
+
+  /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */
+  isFollowing(path: string, ino: number): boolean {
+    for (const t of this.byKey.values()) if (t.path === path && t.ino === ino && !t.finished) return true;
+    return false;
+  }
+}
