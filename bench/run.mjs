@@ -86,6 +86,7 @@ const opt = {
   },
   // Experiments only: run another build of the agent (a patched copy of dist/)
   agentDist: flag('agent-dist', null),
+  baselineDist: flag('baseline-dist', null),
 };
 process.env.BENCH_AGENT_LAUNCH = opt.launch;
 opt.sweepSize = parseSize(flag('sweep-size', String(Math.min(opt.size, 200e6))));
@@ -159,6 +160,7 @@ const md =
   `checkpoints and the disk retry queue on (defaults). ` +
   `Agent started as ${opt.launch === 'node' ? '`node dist/cli.js run`' : 'the `spoolship` program (dist/cli.js; its launcher applies the memory settings)'}; environment: ${Object.keys(opt.agentEnv).length ? JSON.stringify(opt.agentEnv) : 'none added'}. ` +
   `${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
+  `${opt.baselineDist ? `Baseline build (throughput rounds also run it, as "spoolship (baseline)"): ${opt.baselineDist}. ` : ''}` +
   `Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
   `MB/s = corpus bytes / wall time from process spawn to the last acknowledgement (includes start-up). CPU = utime + stime of the measured process only.\n\n` +
   (summary.length ? `| target | measured |\n|---|---:|\n${summary.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n\n` : '') +

@@ -27,6 +27,15 @@ export async function throughput() {
       rows.push(ref);
       log(`reference ${f1(ref.bytes / 1e6 / (ref.wallMs / 1000))} MB/s`);
     }
+    if (opt.baselineDist) {
+      // Another build (e.g. before a restructure), in the same round against the same reference.
+      const base = await runSpoolship(corpus, opt.codec, opt.level, { label: 'spoolship (baseline)', dist: opt.baselineDist });
+      base.ratio = ref ? ref.wallMs / base.wallMs : null;
+      base.steadyRatio = ref && base.steadyMBs && ref.steadyMBs ? base.steadyMBs / ref.steadyMBs : null;
+      rows.push(base);
+      log(`baseline ${f1(base.bytes / 1e6 / (base.wallMs / 1000))} MB/s (x${base.ratio?.toFixed(2)}), RSS ${f0(base.rssMB)} MB`);
+      if (!opt.keep) rmSync(base.dir, { recursive: true, force: true });
+    }
     const sp = await runSpoolship(corpus, opt.codec, opt.level, { profile: opt.profile && round === 0 });
     sp.ratio = ref ? ref.wallMs / sp.wallMs : null;
     sp.steadyRatio = ref && sp.steadyMBs && ref.steadyMBs ? sp.steadyMBs / ref.steadyMBs : null;
@@ -52,6 +61,13 @@ export async function throughput() {
     summary.push(['CPU per GB, reference / spoolship (robust to the shared machine)', `x${cpuRatio.toFixed(2)}`]);
   }
   summary.push(['peak RSS <= 150 MB (backlog)', `${f0(Math.max(...sp.map((r) => r.rssMB)))} MB`]);
+  const base = rows.filter((r) => r.name === 'spoolship (baseline)');
+  if (base.length > 0) {
+    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const mbs = (r) => r.bytes / 1e6 / (r.wallMs / 1000);
+    summary.push(['this build vs the baseline build: MB/s (median of rounds)', `${f1(med(sp.map(mbs)))} vs ${f1(med(base.map(mbs)))} (x${(med(sp.map(mbs)) / med(base.map(mbs))).toFixed(2)})`]);
+    summary.push(['this build vs the baseline build: peak RSS (max of rounds)', `${f0(Math.max(...sp.map((r) => r.rssMB)))} vs ${f0(Math.max(...base.map((r) => r.rssMB)))} MB`]);
+  }
   summary.push(['average request fill >= 95 % of max_bytes', `${f1((100 * best.bytes) / best.okRequests / MAX_BYTES)} %`]);
 }
 

@@ -105,7 +105,7 @@ export async function runReference(corpus, codec, level) {
 }
 
 /** Run spoolship on a corpus until every line is acknowledged. */
-export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null, idleMs = 0, settleMs = 0 } = {}) {
+export async function runSpoolship(corpus, codec, level, { label = 'spoolship', profile = false, sampleFds = false, stateDir = null, idleMs = 0, settleMs = 0, dist = undefined } = {}) {
   const { root, opt, work } = ctx;
   const sink = ctx.sink;
   const dir = mkdtempSync(path.join(work, 'agent-'));
@@ -124,7 +124,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     sampleFds,
     nodeArgs: profile ? ['--import', path.join(root, 'bench/lib/prof-preload.mjs')] : [],
     env: { ...opt.agentEnv, ...(profile ? { BENCH_PROFILE_OUT: path.join(dir, 'agent.cpuprofile') } : {}) },
-    dist: opt.agentDist,
+    dist: dist ?? opt.agentDist,
   });
   // Progress is read from the sink (rows stored), not from the agent's /metrics:
   // scraping the agent 20 times a second perturbs it (prom-client's default

@@ -1,16 +1,12 @@
-// Longer than ~250 lines: not yet wiring only. Queue reconciliation, the
-// tick (linger, checkpoints), readiness and the stop sequence still live
-// here (restructure issue, items 1, 2 and 6); docs/architecture.md.
+// Longer than ~250 lines: it is the wiring of some twenty parts (what each
+// is built from, the order they start in, what stops them) and nothing
+// else; every rule lives in the part's own module (docs/architecture.md).
 //
-// The daemon: wires discovery -> tailer -> batcher -> pipeline (intent +
-// compression) -> sender -> acker, plus the admin server.
-//
-// Stop sequence (docs/guarantees.md rule 6, SIGTERM/SIGINT): stop discovery and
-// reading, close open batches, wait for in-flight answers up to
-// shutdown_timeout_ms, then stop the sender (waiting batches keep their
-// journal intents and are re-formed at the next start), write the
-// checkpoint, release the lock.
-import { stat } from 'node:fs/promises';
+// The daemon: builds discovery -> tailer -> batcher -> pipeline (intent +
+// compression) -> sender -> acker, the disk retry queue and its replayer,
+// recovery, the admin server and the control socket; starts them in order,
+// each on a stack (lifecycle.ts) that a failed start unwinds last first;
+// stops them on the clock within shutdown_timeout_ms (stop.ts).
 import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
@@ -43,14 +39,14 @@ import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { Acker } from '../state/acker.js';
-import { Resender } from '../recovery/resend.js';
-import { TokenSource } from '../sender/token.js';
+import { Resender, completeQueuedIntents } from '../recovery/resend.js';
+import { reportRecovery } from '../recovery/report.js';
+import { TokenSource, otherCanRead } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
 import { CountLog } from '../observe/count-log.js';
 import { SenderEvents } from '../observe/sender-events.js';
 import { QueueReport, readiness } from '../observe/health.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
-
 
 export interface AgentDeps {
   log: Logger;
@@ -199,21 +195,7 @@ export class Agent {
       },
     });
     this.parts.add('acker', () => this.acker.close());
-    const rec = this.store.recovery;
-    if (rec.usedPrevCheckpoint) {
-      log.error(
-        { event: 'state_corrupt', what: 'checkpoint', file: path.join(c.state_dir, 'checkpoint.json'), problem: rec.checkpointProblem },
-        'checkpoint.json failed its check; recovered from checkpoint.json.prev and the journals (batches since may be sent again; no line is skipped)',
-      );
-    }
-    if (rec.upgradedCheckpoint) log.warn({ event: 'checkpoint_upgraded', state_dir: c.state_dir }, 'checkpoint in the previous format (version 1, no CRC) read; it is rewritten as version 2 (an older spoolship cannot read it)');
-    if (rec.tornJournal) log.warn({ event: 'journal_torn_tail' }, 'journal had a torn tail (crash during a write); cut it off');
-    for (const bad of rec.corruptJournal) {
-      log.error(
-        { event: 'state_corrupt', what: 'journal', file: bad.file, bytes: [bad.start, bad.end] },
-        'journal damaged (not a torn tail): the records in these bytes are lost, the ones after them were read; batches they acknowledged may be sent again, no line is skipped',
-      );
-    }
+    reportRecovery(this.store.recovery, c.state_dir, log);
     this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
       metrics.deadLetterDropped.inc();
       metrics.linesLost.inc({ datasource: input.datasource, reason: 'dead_letter_full' });
@@ -229,14 +211,7 @@ export class Agent {
     this.parts.add('retry queue', () => this.queue.close());
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
     if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
-    // A kill -9 after a batch was queued durably and before its journal ack
-    // was group-committed leaves it both queued and an open intent: it is
-    // sent from the queue, so complete the intent instead of re-forming it.
-    const queued = await this.queue.batchIds();
-    if (queued.size > 0) {
-      for (const i of rec.intents) if (queued.has(i.id)) this.store.completeBatch(i.id);
-      rec.intents = rec.intents.filter((i) => !queued.has(i.id));
-    }
+    await completeQueuedIntents(this.store, this.queue);
   }
 
   /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */
@@ -439,13 +414,9 @@ export class Agent {
       writes: this.acker,
       onQueueChange: () => this.queueReport.update(),
       pathOf: (k) => this.pathOf(k),
+      deadLetterMaxBytes: this.config.dead_letter.max_bytes,
     });
-    this.control = await ControlServer.listen(this.config.state_dir, async (req) => {
-      if (req.op !== 'dead_letters_changed') return ops.handle(req);
-      const bytes = await this.deadLetters.recount();
-      this.deps.log.info({ event: 'dead_letters_recounted', bytes, max_bytes: this.config.dead_letter.max_bytes }, 'a dead-letter replay or purge changed the store; counted it again');
-      return { ok: true, dead_letter_bytes: bytes };
-    });
+    this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
   }
 
   private createSender(): Sender {
@@ -587,10 +558,4 @@ export class Agent {
       flushLogs: () => this.counts.flush(true),
     };
   }
-}
-
-/** Can users other than the owner and group read `file`? */
-async function otherCanRead(file: string): Promise<boolean> {
-  const st = await stat(file).catch(() => null);
-  return st !== null && (st.mode & 0o004) !== 0;
 }

@@ -37,6 +37,8 @@ export interface QueueOpsDeps {
   onQueueChange: () => void;
   /** The path of a file key of the state. */
   pathOf: (key: string) => string | undefined;
+  /** dead_letter.max_bytes (logged when a replay or purge changed the store). */
+  deadLetterMaxBytes: number;
 }
 
 interface Found {
@@ -53,10 +55,18 @@ export class QueueOps {
 
   constructor(private readonly d: QueueOpsDeps) {}
 
-  handle(req: Exclude<ControlRequest, { op: 'dead_letters_changed' }>): Promise<ControlAnswer> {
+  handle(req: ControlRequest): Promise<ControlAnswer> {
+    if (req.op === 'dead_letters_changed') return this.recountDeadLetters();
     const run = this.chain.then(() => (req.op === 'queue_list' ? this.list(req.datasource) : this.move(req.ids, req.datasource)));
     this.chain = run.catch(() => undefined);
     return run;
+  }
+
+  /** A dead-letter replay or purge changed the store (another process): count it again, so the bound holds. */
+  private async recountDeadLetters(): Promise<ControlAnswer> {
+    const bytes = await this.d.deadLetters.recount();
+    this.d.log.info({ event: 'dead_letters_recounted', bytes, max_bytes: this.d.deadLetterMaxBytes }, 'a dead-letter replay or purge changed the store; counted it again');
+    return { ok: true, dead_letter_bytes: bytes };
   }
 
   private async list(datasource?: string): Promise<ControlAnswer> {

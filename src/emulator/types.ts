@@ -134,4 +134,6 @@ export interface EmulatorOptions {
   uploadBytesPerSec?: number;
   /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
   onEventsRequest?: (record: EventsRequestRecord) => void;
+  /** Called once per Events API request whose body was read, before it is handled (and recorded: onEventsRequest); tests see which requests are in flight. */
+  onEventsArrival?: () => void;
 }

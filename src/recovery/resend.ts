@@ -22,6 +22,19 @@ export interface RecoveredSink {
   submitRecovered(batch: ClosedBatch): void;
 }
 
+/**
+ * A kill -9 after a batch was queued durably and before its journal ack was
+ * group-committed leaves it both queued and an open intent: it is sent from
+ * the queue, so its intent is completed instead of re-formed.
+ */
+export async function completeQueuedIntents(store: StateStore, queue: Pick<RetryQueue, 'batchIds'>): Promise<void> {
+  const queued = await queue.batchIds();
+  if (queued.size === 0) return;
+  const rec = store.recovery;
+  for (const i of rec.intents) if (queued.has(i.id)) store.completeBatch(i.id);
+  rec.intents = rec.intents.filter((i) => !queued.has(i.id));
+}
+
 export class Resender {
   private checking: Promise<void> | null = null;
   private checkAgain = false;

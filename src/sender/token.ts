@@ -70,3 +70,9 @@ export class TokenSource {
     if (this.timer) clearInterval(this.timer);
   }
 }
+
+/** Can users other than the owner and group read `file` (a token file that should be chmod 600)? */
+export async function otherCanRead(file: string): Promise<boolean> {
+  const st = await fsp.stat(file).catch(() => null);
+  return st !== null && (st.mode & 0o004) !== 0;
+}

@@ -56,7 +56,26 @@ describe('answer latency', () => {
     await expect(pending).rejects.toThrow();
   });
 
-  it('rejects a range with MIN above MAX', async () => {
+  it('onEventsArrival marks a request in flight from its body read until onEventsRequest records it', async () => {
+    const events: string[] = [];
+    let arrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (arrived = resolve));
+    const emu = await startEmu({
+      faults: [{ kind: 'slow', delay_ms: 200 }],
+      onEventsArrival: () => {
+        events.push('arrived');
+        arrived();
+      },
+      onEventsRequest: () => events.push('recorded'),
+    });
+    const pending = postEvents(emu);
+    await inFlight;
+    expect(events, 'arrived, not yet answered').toEqual(['arrived']);
+    expect((await pending).status).toBe(200);
+    expect(events).toEqual(['arrived', 'recorded']);
+  });
+
+    it('rejects a range with MIN above MAX', async () => {
     await expect(startEmulator({ listen: '127.0.0.1:0', latencyMs: { minMs: 5, maxMs: 2 } })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });
     await expect(startEmulator({ listen: '127.0.0.1:0', uploadBytesPerSec: 0 })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });
   });

@@ -44,19 +44,23 @@ export interface TestEmu {
   emu: Emulator;
   dataDir: string;
   records: TimedRecord[];
+  /** Events requests arrived and not yet answered (or recorded as hanging). */
+  inFlight(): number;
 }
 
 export async function startEmu(dir: string, opts: EmulatorOptions = {}): Promise<TestEmu> {
   const dataDir = path.join(dir, 'emu');
   const records: TimedRecord[] = [];
+  let arrived = 0;
   const emu = await startEmulator({
     listen: '127.0.0.1:0',
     dataDir,
     ...opts,
+    onEventsArrival: () => arrived++,
     onEventsRequest: (r) => records.push({ ...r, doneAt: Date.now() }),
   });
   onCleanup(() => emu.close());
-  return { emu, dataDir, records };
+  return { emu, dataDir, records, inFlight: () => arrived - records.length };
 }
 
 // ------------------------------------------------------------------- lines

@@ -138,6 +138,10 @@ describe('kill -9 at random moments (process)', () => {
         // The pipeline is flowing (an answer arrived since this start), then a random moment.
         await waitFor(() => t.records.some((r) => r.at > startedAt && r.outcome === 200), `cycle ${cycle}: a request acknowledged`, 20_000);
         await sleep(Math.floor(rand() * 900));
+        // The kill must find requests in flight (what the bound is about): on
+        // a loaded machine the random moment can fall between requests, so
+        // wait for one to be under way at the emulator.
+        await waitFor(() => t.inFlight() > 0, `cycle ${cycle}: a request in flight`, 20_000, 5);
         const at = await kill9(p);
         kills.push({ cycle, at, inFlight: [], recentAcks: [] });
         // To debug a failure: keep the state as each kill left it.

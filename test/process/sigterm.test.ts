@@ -36,6 +36,8 @@ describe('SIGTERM (process)', () => {
       const startedAt = Date.now();
       await first.started;
       await waitFor(() => t.records.filter((r) => r.at > startedAt && r.outcome === 200).length >= 10, 'shipping under load');
+      // The signal must find requests in flight: wait for one at the emulator.
+      await waitFor(() => t.inFlight() > 0, 'a request in flight', 20_000, 5);
       const at = Date.now();
       const stop1 = await sigterm(first);
       const inFlight = t.records.filter((r) => r.at < at && r.doneAt >= at).length;

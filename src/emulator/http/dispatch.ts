@@ -29,6 +29,8 @@ export interface DispatchDeps {
   stats: StatsCollector;
   now: () => number;
   record(record: EventsRequestRecord): void;
+  /** An Events request's body was read; it is being handled (onEventsArrival). */
+  arrived(): void;
   /** Body read pacing (`uploadBytesPerSec`), or null. */
   pace: UploadPace | null;
   /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
@@ -73,6 +75,8 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
       return; // the client went away mid-body: nothing to answer
     }
     wireBytes = read.wireBytes;
+    // From here on the request is answered and recorded whatever the client does.
+    deps.arrived();
     result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
     if (result === null) return;
   }

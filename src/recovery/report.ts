@@ -1,0 +1,22 @@
+// What start-up found damaged or old in the state_dir, said once, by name
+// (README "Integrity of state"): never skipped silently.
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import type { Recovery } from '../state/store.js';
+
+export function reportRecovery(rec: Recovery, stateDir: string, log: Logger): void {
+  if (rec.usedPrevCheckpoint) {
+    log.error(
+      { event: 'state_corrupt', what: 'checkpoint', file: path.join(stateDir, 'checkpoint.json'), problem: rec.checkpointProblem },
+      'checkpoint.json failed its check; recovered from checkpoint.json.prev and the journals (batches since may be sent again; no line is skipped)',
+    );
+  }
+  if (rec.upgradedCheckpoint) log.warn({ event: 'checkpoint_upgraded', state_dir: stateDir }, 'checkpoint in the previous format (version 1, no CRC) read; it is rewritten as version 2 (an older spoolship cannot read it)');
+  if (rec.tornJournal) log.warn({ event: 'journal_torn_tail' }, 'journal had a torn tail (crash during a write); cut it off');
+  for (const bad of rec.corruptJournal) {
+    log.error(
+      { event: 'state_corrupt', what: 'journal', file: bad.file, bytes: [bad.start, bad.end] },
+      'journal damaged (not a torn tail): the records in these bytes are lost, the ones after them were read; batches they acknowledged may be sent again, no line is skipped',
+    );
+  }
+}
