@@ -3,7 +3,7 @@
 // nothing of the attempt stays behind (a Redis connection, the queue
 // replayer, the HTTP client, a token watcher, the state_dir lock). A failed
 // SIGHUP reload and the in-process tests depend on it; `run` exits anyway.
-// The graceful stop (Agent.close) has its own order on the clock, bounded by
+// The graceful stop (agent/stop.ts) has its own order on the clock, bounded by
 // shutdown_timeout_ms (README "Delivery guarantee").
 
 export interface StartedPart {
