@@ -8,6 +8,7 @@
 //   npm run bench -- --cases latency --latency-seconds 20
 //   npm run bench -- --cases latency-sweep --answer-times 0,1000,2000
 //   npm run bench -- --cases fleet --fleet-agents 20
+//   npm run bench -- --cases outage --outage-size 300MB --outage-seconds 25
 //   npm run bench -- --size 200MB --cases throughput --profile
 //
 // Every case is bounded (timeouts) and talks only to 127.0.0.1. The sink is
@@ -22,6 +23,7 @@ import { coldstart } from './cases/coldstart.mjs';
 import { latency } from './cases/latency.mjs';
 import { latencySweep } from './cases/latency-sweep.mjs';
 import { fleet } from './cases/fleet.mjs';
+import { outage } from './cases/outage.mjs';
 import { many } from './cases/many.mjs';
 import { sweep } from './cases/sweep.mjs';
 import { throughput } from './cases/throughput.mjs';
@@ -30,7 +32,7 @@ import { loadavg } from './lib/format.mjs';
 import { startSink } from './lib/sink.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
-const CASES = { throughput, sweep, many, coldstart, latency, 'latency-sweep': latencySweep, fleet };
+const CASES = { throughput, sweep, many, coldstart, latency, 'latency-sweep': latencySweep, fleet, outage };
 const ALL_CASES = Object.keys(CASES);
 /** What the Dockerfile and deploy/systemd/spoolship.service used to set for the agent (bench/README.md, findings 14 and 20); --deploy-env. */
 const DEPLOY_ENV = { MALLOC_ARENA_MAX: '1', NODE_OPTIONS: '--max-semi-space-size=1' };
@@ -67,6 +69,8 @@ const opt = {
   answerTimes: flag('answer-times', '0,250,1000,2000').split(',').map(Number),
   fleetAgents: Number(flag('fleet-agents', '20')),
   fleetLines: Number(flag('fleet-lines', '1500')),
+  outageSize: parseSize(flag('outage-size', '300MB')),
+  outageSeconds: Number(flag('outage-seconds', '25')),
   queueSize: parseSize(flag('queue-size', '1GB')),
   rounds: Number(flag('rounds', '3')),
   profile: has('profile'),

@@ -243,6 +243,7 @@ export class Agent {
       log,
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
       codec: this.codec,
+      clock: this.clock,
     });
     this.client = this.engine.client;
     this.limiter = this.engine.limiter;

@@ -34,13 +34,15 @@ export interface EngineContext {
   onFallback?: (active: boolean) => void;
   /** The codec, when the caller made it already (the agent shares it with the pipeline). */
   codec?: Codec;
+  /** The local request budget's clock (the agent's injected clock). */
+  clock?: Clock;
 }
 
 export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Promise<DeliveryEngine> {
   const client = new EventsClient(clientOptionsFrom(c, ctx.baseUrl, ctx.token));
   let limiter: RateLimiter;
   try {
-    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined) });
+    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock });
   } catch (err) {
     await client.destroy();
     throw err;

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
+import type { Clock } from '../util/clock.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
 
 export interface LimiterContext {
@@ -13,11 +14,13 @@ export interface LimiterContext {
   log: Logger;
   /** Called with true while the shared budget is unreachable and the local fallback is used. */
   onFallback: (active: boolean) => void;
+  /** The local limiter's clock (a manual one in tests). */
+  clock?: Clock;
 }
 
 export async function createLimiter(ctx: LimiterContext): Promise<RateLimiter> {
   const limits = ctx.limits;
-  if (!limits.redis_url) return createLocalLimiter(limits.requests_per_second);
+  if (!limits.redis_url) return createLocalLimiter(limits.requests_per_second, ctx.clock);
   // Loaded only when configured: ioredis costs ~28 MB of RSS at start-up.
   const { RedisLimiter } = await import('./redis-limiter.js');
   return RedisLimiter.start({

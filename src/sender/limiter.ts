@@ -1,11 +1,13 @@
 // Request pacing behind a small interface, so the shared Redis budget can
-// replace the local one. Local: bottleneck with minTime = 1000 / rps and no
-// reservoir, so starts are evenly spaced and any sliding second holds at most
-// `rps` requests. A 5 % margin keeps jitter (a busy event loop or network
-// delaying one request more than the next) from bunching arrivals at the
-// server into a 101st request in its window: with 2 % a loaded 2-core machine
-// showed 101-104.
-import Bottleneck from 'bottleneck';
+// replace the local one. Local: starts at least 1000 / rps ms apart on the
+// injected clock, measured from when the previous one actually went (no
+// bursts, no reservoir, no catching up), so any sliding second holds at most
+// `rps` requests, handed out first come, first served. A 5 % margin
+// keeps jitter (a busy event loop or network delaying one request more than
+// the next) from bunching arrivals at the server into a 101st request in its
+// window: with 2 % a loaded 2-core machine showed 101-104.
+import type { Clock } from '../util/clock.js';
+import { systemClock } from '../util/clock.js';
 
 export interface RateLimiter {
   /** Resolves when one request may start. */
@@ -20,14 +22,52 @@ export interface RateLimiter {
 
 export const SPACING_MARGIN = 1.05;
 
-export function createLocalLimiter(requestsPerSecond: number): RateLimiter {
-  const limiter = new Bottleneck({ minTime: (1000 / requestsPerSecond) * SPACING_MARGIN, maxConcurrent: null });
+export class LimiterClosedError extends Error {
+  constructor() {
+    super('the request rate limiter was closed');
+  }
+}
+
+export function createLocalLimiter(requestsPerSecond: number, clock: Clock = systemClock): RateLimiter {
+  const spacingMs = (1000 / requestsPerSecond) * SPACING_MARGIN;
+  const queue: Array<{ go: () => void; fail: (err: Error) => void }> = [];
+  /** Clock time the last request was let go. */
+  let lastStartAt = -Infinity;
+  let pumping = false;
+  let closed = false;
+  const stop = new AbortController();
+  // One waiter at a time, each spacingMs after the previous one actually
+  // went: a timer that fires late delays the rest instead of letting them
+  // catch up in a burst.
+  const pump = async (): Promise<void> => {
+    if (pumping) return;
+    pumping = true;
+    try {
+      while (queue.length > 0 && !closed) {
+        const wait = lastStartAt + spacingMs - clock.now();
+        if (wait > 0) await clock.sleep(wait, stop.signal);
+        if (closed) break;
+        lastStartAt = clock.now();
+        queue.shift()!.go();
+      }
+    } finally {
+      pumping = false;
+    }
+  };
   return {
-    acquire: () => limiter.schedule(() => Promise.resolve()),
+    acquire() {
+      if (closed) return Promise.reject(new LimiterClosedError());
+      return new Promise<void>((go, fail) => {
+        queue.push({ go, fail });
+        void pump();
+      });
+    },
     // One agent's own pause is kept by its sender.
     pause: () => undefined,
     close: async () => {
-      await limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
+      closed = true;
+      stop.abort();
+      for (const w of queue.splice(0)) w.fail(new LimiterClosedError());
     },
   };
 }

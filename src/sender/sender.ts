@@ -6,7 +6,7 @@
 // Delivers one closed batch until it is resolved: acknowledged, split and
 // resolved piece by piece, or dead-lettered. The RetryPolicy (retry-policy.ts)
 // decides; this module carries the decisions out. It is the one retry owner:
-// undici and bottleneck never retry.
+// undici never retries, and the request budget only paces starts.
 //
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing

@@ -339,10 +339,3 @@ export function prng(seed: number): () => number {
   };
 }
 
-/** VmHWM (peak resident set) of a live process, in bytes, from /proc/<pid>/status. */
-export async function peakRss(pid: number): Promise<number> {
-  const text = await readFile(`/proc/${pid}/status`, 'utf8');
-  const m = /VmHWM:\s+(\d+)\s+kB/.exec(text);
-  if (!m) throw new Error(`no VmHWM in /proc/${pid}/status`);
-  return Number(m[1]) * 1024;
-}
