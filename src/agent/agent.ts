@@ -299,7 +299,7 @@ export class Agent {
   private createBatcher(): Batcher {
     const { config: c, clock, metrics } = this;
     return new Batcher({
-      progress: this.store.progress,
+      progress: this.store.claims,
       newBatchId: () => this.store.newBatchId(),
       now: () => clock.now(),
       maxBytes: c.batch.max_bytes,
@@ -435,7 +435,7 @@ export class Agent {
   }
 
   private pathOf(key: string): string | undefined {
-    return this.store.progress.files.get(key)?.meta.path ?? this.spooler?.pathOf(key);
+    return this.store.metaOf(key)?.path ?? this.spooler?.pathOf(key);
   }
 
   /** Every tick: batches that lingered long enough close, queue gauges, counted log events, the checkpoint when due. */
@@ -448,7 +448,7 @@ export class Agent {
 
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
   private behindBytes(): Map<string, number> {
-    return this.spooler?.behindBytes((key) => this.store.progress.files.get(key)?.committed) ?? new Map();
+    return this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map();
   }
 
   readiness(): Readiness {
@@ -459,7 +459,7 @@ export class Agent {
   status(): unknown {
     return statusReport({
       tailers: this.spooler.files,
-      committedOf: (key) => this.store.progress.files.get(key)?.committed,
+      committedOf: (key) => this.store.committedOf(key),
       linesRead: this.metrics.linesRead,
       linesAcked: this.metrics.linesAcked,
       rowsQuarantined: this.metrics.rowsQuarantined,

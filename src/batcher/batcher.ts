@@ -35,7 +35,7 @@ export interface ClosedBatch {
 
 export interface BatcherDeps {
   /** Where every byte handed over is claimed (the agent's durable progress, or an in-memory one for `send`). */
-  progress: Progress;
+  progress: Pick<Progress, 'claim'>;
   newBatchId: () => number;
   now: () => number;
   maxBytes: number;

@@ -223,7 +223,7 @@ export class Pipeline {
     // the spool (only if they are still the same): computed before the
     // record exists, read from the page cache, only for batches that queue.
     const ranges = store.intentRanges(batch.id) ?? [];
-    const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.progress.files.get(k)?.meta);
+    const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.metaOf(k));
     await this.retryStateWrite(() =>
       this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
     );

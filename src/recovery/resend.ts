@@ -62,7 +62,7 @@ export class Resender {
     if (intents.length === 0) return;
     log.info({ event: 'resending_unacknowledged', batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
     for (const intent of intents) {
-      const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.progress.files.get(k)?.meta);
+      const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.metaOf(k));
       if (r.missing.length > 0) {
         log.error({ event: 'resend_files_gone', datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
       }
@@ -102,7 +102,7 @@ export class Resender {
   private async recoverUnreadableQueued(): Promise<void> {
     const { store, metrics, log } = this.o;
     const readable = await this.o.queue.batchIds();
-    const metaOf = (k: string) => store.progress.files.get(k)?.meta;
+    const metaOf = (k: string) => store.metaOf(k);
     for (const q of store.queuedIntents()) {
       if (readable.has(q.id)) continue;
       const ranges = q.ranges.map(({ crc: _crc, ...r }) => r);

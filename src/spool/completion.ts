@@ -11,7 +11,7 @@ import type { Tailers } from './tailers.js';
 export async function collectFinished(o: SpoolerOptions, tailers: Tailers): Promise<void> {
   const store = o.store;
   for (const t of tailers.list()) {
-    const fp = store.progress.files.get(t.key);
+    const fp = store.file(t.key);
     const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
     if (t.finished && fullyCommitted) {
       tailers.remove(t);

@@ -78,7 +78,7 @@ export class Discovery {
    */
   private async adoptUnmatched(): Promise<void> {
     const store = this.o.store;
-    for (const fp of store.progress.files.values()) {
+    for (const fp of store.files()) {
       const m = fp.meta;
       if (this.tailers.has(m.key) || this.tailers.ofInode(m.dev, m.ino)) continue;
       const st = await fsp.stat(m.path).catch(() => null);

@@ -11,7 +11,7 @@ export class KnownFiles {
 
   rebuild(): void {
     this.byInode = new Map();
-    for (const [key, fp] of this.store.progress.files) this.note(key, fp.meta.dev, fp.meta.ino);
+    for (const fp of this.store.files()) this.note(fp.meta.key, fp.meta.dev, fp.meta.ino);
   }
 
   note(key: string, dev: number, ino: number): void {
@@ -25,7 +25,7 @@ export class KnownFiles {
   of(dev: number, ino: number): FileProgress[] {
     const out: FileProgress[] = [];
     for (const key of this.byInode.get(`${dev}:${ino}`) ?? []) {
-      const fp = this.store.progress.files.get(key);
+      const fp = this.store.file(key);
       if (fp) out.push(fp);
     }
     return out;

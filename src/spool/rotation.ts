@@ -24,7 +24,7 @@ export class Rotation {
   /** The file is at another path now: follow it, and journal the path (after a kill -9 recovery re-forms its batches and resumes it by path). */
   moved(t: FileTailer, to: string): void {
     t.moveTo(to);
-    const meta = this.o.store.progress.files.get(t.key)?.meta;
+    const meta = this.o.store.metaOf(t.key);
     if (meta) this.o.store.updateFile({ ...meta, path: to });
   }
 
@@ -77,7 +77,7 @@ export class Rotation {
    * file grows.
    */
   async startsAsKnown(t: FileTailer, size: number): Promise<boolean> {
-    const fp = this.o.store.progress.files.get(t.key);
+    const fp = this.o.store.file(t.key);
     if (!fp) return true;
     const fh = await t.ensureOpen();
     if (!fh) return true;
@@ -90,7 +90,7 @@ export class Rotation {
   }
 
   private async startsWithFingerprint(p: string, key: string): Promise<boolean> {
-    const meta = this.o.store.progress.files.get(key)?.meta;
+    const meta = this.o.store.metaOf(key);
     if (!meta) return false;
     const opened = await openRegular(p);
     if (!opened) return false;

@@ -70,7 +70,8 @@ export interface StateStoreOptions {
 }
 
 export class StateStore {
-  readonly progress = new Progress();
+  /** Written only through this store's methods and the batcher's claims (`claims`). */
+  private readonly progress = new Progress();
   private readonly intents = new Map<number, IntentInfo>();
   private readonly queued = new Map<number, QueuedIntent>();
   private nextId = 1;
@@ -196,6 +197,31 @@ export class StateStore {
     for (const s of await listJournals(this.opts.stateDir)) {
       if (s < keepFrom) await fsp.rm(journalPath(this.opts.stateDir, s), { force: true });
     }
+  }
+
+  /** Where the batcher claims every byte it hands over (by a batch or a dead letter). */
+  get claims(): Pick<Progress, 'claim'> {
+    return this.progress;
+  }
+
+  /** The files the state tracks, read-only. */
+  files(): IterableIterator<Readonly<FileProgress>> {
+    return this.progress.files.values();
+  }
+
+  /** One tracked file's progress, read-only. */
+  file(key: string): Readonly<FileProgress> | undefined {
+    return this.progress.files.get(key);
+  }
+
+  /** A tracked file's identity (device, inode, first bytes, path), or undefined. */
+  metaOf(key: string): FileMeta | undefined {
+    return this.progress.files.get(key)?.meta;
+  }
+
+  /** A tracked file's committed offset, or undefined. */
+  committedOf(key: string): number | undefined {
+    return this.progress.files.get(key)?.committed;
   }
 
   /**

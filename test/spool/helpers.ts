@@ -30,7 +30,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}) {
   const closed: ClosedBatch[] = [];
   let id = 1;
   const batcher = new Batcher({
-    progress: store.progress,
+    progress: store.claims,
     newBatchId: () => id++,
     now: () => Date.now(),
     maxBytes: 1 << 20,

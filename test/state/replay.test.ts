@@ -36,13 +36,13 @@ describe('state replay', () => {
     // Batch 1: a[0,10), recorded. Then a dead letter a[10,20) claimed but never
     // recorded (the crash came first): a gap at 10 in a.
     const b1 = s.newBatchId();
-    s.progress.claim('a', 0, 10, b1);
+    s.claims.claim('a', 0, 10, b1);
     await s.recordIntent(b1, 'events');
-    s.progress.claim('a', 10, 20, DEAD_LETTER_OWNER);
+    s.claims.claim('a', 10, 20, DEAD_LETTER_OWNER);
     // Batch 2 after the gap: a[20,30) and b[0,10), recorded, not acknowledged.
     const b2 = s.newBatchId();
-    s.progress.claim('a', 20, 30, b2);
-    s.progress.claim('b', 0, 10, b2);
+    s.claims.claim('a', 20, 30, b2);
+    s.claims.claim('b', 0, 10, b2);
     await s.recordIntent(b2, 'events');
     await s.flush();
     await s.close(); // no checkpoint after the records: like a kill -9

@@ -217,7 +217,7 @@ async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStor
     pos = end + 1;
   }
   const q = store.queuedIntents().find((x) => x.id === batch.header.id);
-  const pathOf = (k: string) => store.progress.files.get(k)?.meta.path;
+  const pathOf = (k: string) => store.metaOf(k)?.path;
   const where = q ? await locateLines(q.ranges, pathOf, 0, lines.length) : [];
   return lines.map((line, i) => ({
     datasource: batch.header.ds,
