@@ -210,7 +210,7 @@ export class Agent {
     });
     this.parts.add('retry queue', () => this.queue.close());
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
-    if (this.queue.batches > 0) log.info({ batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
+    if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     await completeQueuedIntents(this.store, this.queue);
   }
 
@@ -233,7 +233,7 @@ export class Agent {
     }
     this.apiUrl = baseUrl;
     this.token.watch(() => {
-      log.info('token file changed; retrying parked requests');
+      log.info({ event: 'token_changed' }, 'token file changed; retrying parked requests');
       this.sender.wake();
     });
     this.parts.add('token watch', () => this.token.close());

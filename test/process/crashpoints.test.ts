@@ -91,7 +91,7 @@ describe('kill -9 inside state writes (process)', () => {
 
     const { p, admin } = await restartClean(cfg.configFile);
     expect(p.logs.some((l) => l.event === 'queue_record_skipped' && String(l.what).startsWith('torn tail'))).toBe(true);
-    expect(p.logs.find((l) => l.msg === 'retry queue holds batches from before; sending them first')?.batches).toBe(3);
+    expect(p.logs.find((l) => l.event === 'queue_from_before')?.batches).toBe(3);
     expect(await metric(admin, 'spoolship_queue_corrupt_records_total')).toBe(1);
     // Still down: the rest is queued too; then the outage ends and everything arrives.
     await waitFor(async () => (await metric(admin, 'spoolship_queue_batches')) >= total / LINES_PER_BATCH, 'every batch queued during the outage');
