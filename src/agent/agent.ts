@@ -168,7 +168,7 @@ export class Agent {
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', () => this.stopTimers());
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
-      deps.log.info({ spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
+      deps.log.info({ event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
       this.started = false;
       this.closing ??= Promise.resolve();
@@ -348,14 +348,14 @@ export class Agent {
       waitForRoom: () => this.pipeline.waitForRoom(),
       watch: deps.watch ?? true,
       events: {
-        onDiscovered: (ds, file) => log.info({ datasource: ds, file }, 'file discovered'),
+        onDiscovered: (ds, file) => log.info({ event: 'file_discovered', datasource: ds, file }, 'file discovered'),
         onTruncated: (ds, file) => {
           metrics.truncations.inc();
-          log.warn({ datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
+          log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
         },
         onIdle: () => this.linger.readerIdle(),
         onLayout: (layout) => this.layout.report(layout),
-        onFinished: (ds, file, deleted) => log.info({ datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
+        onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
       },
     });
   }

@@ -43,7 +43,7 @@ export class AgentProcess {
         }
         const rec = withLevelNumber(JSON.parse(line) as LogLine);
         this.logs.push(rec);
-        if (rec.msg === 'spoolship started' && typeof rec.admin === 'string') this.adminUrl = rec.admin;
+        if (rec.event === 'started' && typeof rec.admin === 'string') this.adminUrl = rec.admin;
       }
     });
     this.exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

@@ -115,7 +115,7 @@ describe('kill -9 inside state writes (process)', () => {
       const at = await expectCrashed(crashed, 'journal-write');
       expect(t.records.filter((r) => r.outcome === 200).length).toBeGreaterThan(0);
       const { p, admin } = await restartClean(cfg.configFile);
-      expect(p.logs.some((l) => l.msg === 'journal had a torn tail (crash during a write); cut it off')).toBe(true);
+      expect(p.logs.some((l) => l.event === 'journal_torn_tail')).toBe(true);
       await waitFor(async () => (await metric(admin, 'spoolship_lines_acked_total')) > 1000, 'shipping again after the restart');
       w.stop();
       await drainAndStop(t, p, w.written());

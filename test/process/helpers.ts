@@ -231,7 +231,7 @@ export function spawnAgent(configFile: string, env: Record<string, string> = {})
       try {
         const rec = withLevelNumber(JSON.parse(text) as LogLine);
         logs.push(rec);
-        if (rec.msg === 'spoolship started') resolveStarted((rec.admin as string | null) ?? null);
+        if (rec.event === 'started') resolveStarted((rec.admin as string | null) ?? null);
       } catch {
         rawErr.push(text);
       }

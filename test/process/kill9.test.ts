@@ -120,7 +120,7 @@ describe('kill -9 at random moments (process)', () => {
     const recorded = (createdAt: number): boolean =>
       runs.some((p) =>
         p.logs.some(
-          (l) => l.msg === 'file discovered' && String(l.file).endsWith('/app.ndjson') && (l.time as number) >= createdAt && (p.exitInfo?.at ?? Date.now()) - (l.time as number) > 300,
+          (l) => l.event === 'file_discovered' && String(l.file).endsWith('/app.ndjson') && (l.time as number) >= createdAt && (p.exitInfo?.at ?? Date.now()) - (l.time as number) > 300,
         ),
       );
     const writer = new SpoolWriter(path.join(cfg.spoolDir, 'ev'), rand, recorded);

@@ -31,7 +31,7 @@ describe('state file permissions (process)', () => {
       const p = spawnAgent(cfg.configFile);
       await p.started;
       await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 20, 'the good lines');
-      await waitFor(() => p.logs.some((l) => l.msg === 'lines moved to the dead-letter store'), 'the dead letter');
+      await waitFor(() => p.logs.some((l) => l.event === 'dead_letters_written'), 'the dead letter');
       p.child.kill('SIGTERM');
       expect((await p.exited).code).toBe(0);
       expect(p.logs.filter((l) => l.event === 'token_file_readable')).toHaveLength(1);

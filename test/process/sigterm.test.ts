@@ -50,7 +50,7 @@ describe('SIGTERM (process)', () => {
       const second = spawnAgent(cfg.configFile);
       await second.started;
       // Nothing was unacknowledged at the graceful stop: nothing to resend.
-      expect(second.logs.some((l) => l.msg === 'resending batches that were unacknowledged at the last stop')).toBe(false);
+      expect(second.logs.some((l) => l.event === 'resending_unacknowledged')).toBe(false);
       await sleep(1000); // keep writing while the second run ships
       w.stop();
       const total = w.written();

@@ -42,7 +42,7 @@ async function start(how: 'program' | 'node', env: Record<string, string> = {}):
       try {
         const rec = JSON.parse(line) as Record<string, unknown>;
         logs.push(rec);
-        if (rec.msg === 'spoolship started') started();
+        if (rec.event === 'started') started();
       } catch {
         logs.push({ msg: line });
       }

@@ -83,7 +83,7 @@ describe('spoolship run (process)', () => {
     await until(() => rowsOf(dir).length === 100, 'first rows');
     await cfg('queue:\n  max_bytes: lots\ncompression:\n  codec: brotli\n');
     a.child.kill('SIGHUP');
-    const rejected = await until(() => a.logs.find((l) => l.msg === 'new config rejected; the agent keeps running on the old one'), 'rejection log');
+    const rejected = await until(() => a.logs.find((l) => l.event === 'reload_rejected'), 'rejection log');
     expect(JSON.stringify(rejected.problems)).toMatch(/compression\.codec/);
     expect(JSON.stringify(rejected.problems)).toMatch(/queue\.max_bytes/);
     await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(100, 100));
@@ -101,7 +101,7 @@ describe('spoolship run (process)', () => {
     await until(() => rowsOf(dir).length === 300, 'first rows');
     await cfg('compression:\n  codec: gzip\n');
     a.child.kill('SIGHUP');
-    await until(() => a.logs.filter((l) => l.msg === 'spoolship started').length === 2, 'the restarted pipeline');
+    await until(() => a.logs.filter((l) => l.event === 'started').length === 2, 'the restarted pipeline');
     const before = emu.requests().length;
     await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(300, 300));
     await until(() => rowsOf(dir).length === 600, 'rows after the reload');
@@ -122,7 +122,7 @@ describe('spoolship run (process)', () => {
   it('a second run on the same state_dir exits 2 naming the process that holds it', async () => {
     const { dir } = await setup();
     const a = startRun(dir);
-    await until(() => a.logs.find((l) => l.msg === 'spoolship started'), 'first agent');
+    await until(() => a.logs.find((l) => l.event === 'started'), 'first agent');
     const b = startRun(dir);
     expect(await b.exited).toBe(2);
     const text = b.logs.map((l) => String(l.msg)).join('\n');
@@ -150,7 +150,7 @@ describe('spoolship run (process)', () => {
     // Nothing was left behind: with the admin endpoints off, the same state_dir starts.
     await writeFile(cfgFile, original);
     const b = startRun(dir);
-    await until(() => b.logs.find((l) => l.msg === 'spoolship started'), 'agent with the admin endpoints off');
+    await until(() => b.logs.find((l) => l.event === 'started'), 'agent with the admin endpoints off');
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
   });

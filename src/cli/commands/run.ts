@@ -90,7 +90,7 @@ class Daemon {
       next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd });
     } catch (err) {
       if (!(err instanceof SpoolshipError)) throw err;
-      log.error({ problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
+      log.error({ event: 'reload_rejected', problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
       await this.agent.reloadToken();
       return;
     }
