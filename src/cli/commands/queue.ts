@@ -13,7 +13,7 @@ import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
-import { locateLines } from '../../recovery/reform.js';
+import { deadLetterInputs } from '../../deadletter/from-batch.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
 import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';
@@ -209,25 +209,8 @@ async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStor
   const batch = await queue.readRecord({ seg: rec.seg, off: rec.off });
   if (!batch) throw new Error(`queued batch ${rec.header!.id} cannot be read (damaged); start the agent: it reads such a batch again from the spool`);
   const raw = batch.header.encoding ? await decodeBody(batch.header.encoding, batch.body) : batch.body;
-  const lines: Buffer[] = [];
-  for (let pos = 0; pos < raw.length; ) {
-    const nl = raw.indexOf(10, pos);
-    const end = nl === -1 ? raw.length : nl;
-    lines.push(raw.subarray(pos, end));
-    pos = end + 1;
-  }
   const q = store.queuedIntents().find((x) => x.id === batch.header.id);
-  const pathOf = (k: string) => store.metaOf(k)?.path;
-  const where = q ? await locateLines(q.ranges, pathOf, 0, lines.length) : [];
-  return lines.map((line, i) => ({
-    datasource: batch.header.ds,
-    reason: 'operator' as const,
-    file: where[i]?.file ?? null,
-    offset: where[i]?.offset ?? null,
-    bytes: line.length,
-    status: null,
-    line,
-  }));
+  return deadLetterInputs({ ds: batch.header.ds, lineStart: 0 }, raw, 'operator', null, q?.ranges, (k) => store.metaOf(k)?.path);
 }
 
 export default command;
