@@ -91,7 +91,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       ? null
       : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
   const server = new EmulatorHttpServer({ tls, maxConnections: o.maxConnections }, (connections) =>
-    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: () => opts.onEventsArrival?.(), pace, answerDelay }),
+    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: (at) => opts.onEventsArrival?.(at), pace, answerDelay }),
   );
   let address;
   try {

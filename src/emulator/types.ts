@@ -134,6 +134,10 @@ export interface EmulatorOptions {
   uploadBytesPerSec?: number;
   /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
   onEventsRequest?: (record: EventsRequestRecord) => void;
-  /** Called once per Events API request whose body was read, before it is handled (and recorded: onEventsRequest); tests see which requests are in flight. */
-  onEventsArrival?: () => void;
+  /**
+   * Called once per Events API request whose body was read, before it is
+   * handled, with the `at` its record will carry (onEventsRequest): tests
+   * pair the two to see which requests are in flight.
+   */
+  onEventsArrival?: (at: number) => void;
 }

@@ -62,17 +62,18 @@ describe('answer latency', () => {
     const inFlight = new Promise<void>((resolve) => (arrived = resolve));
     const emu = await startEmu({
       faults: [{ kind: 'slow', delay_ms: 200 }],
-      onEventsArrival: () => {
-        events.push('arrived');
+      onEventsArrival: (at) => {
+        events.push(`arrived ${at}`);
         arrived();
       },
-      onEventsRequest: () => events.push('recorded'),
+      onEventsRequest: (r) => events.push(`recorded ${r.at}`),
     });
     const pending = postEvents(emu);
     await inFlight;
-    expect(events, 'arrived, not yet answered').toEqual(['arrived']);
+    expect(events, 'arrived, not yet answered').toHaveLength(1);
     expect((await pending).status).toBe(200);
-    expect(events).toEqual(['arrived', 'recorded']);
+    const at = events[0]!.split(' ')[1];
+    expect(events, 'the record carries the arrival\'s at').toEqual([`arrived ${at}`, `recorded ${at}`]);
   });
 
     it('rejects a range with MIN above MAX', async () => {

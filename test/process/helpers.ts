@@ -51,16 +51,29 @@ export interface TestEmu {
 export async function startEmu(dir: string, opts: EmulatorOptions = {}): Promise<TestEmu> {
   const dataDir = path.join(dir, 'emu');
   const records: TimedRecord[] = [];
-  let arrived = 0;
+  // Requests whose body was read and that are not recorded yet, by their `at`.
+  const pending = new Map<number, number>();
   const emu = await startEmulator({
     listen: '127.0.0.1:0',
     dataDir,
     ...opts,
-    onEventsArrival: () => arrived++,
-    onEventsRequest: (r) => records.push({ ...r, doneAt: Date.now() }),
+    onEventsArrival: (at) => pending.set(at, (pending.get(at) ?? 0) + 1),
+    onEventsRequest: (r) => {
+      const n = pending.get(r.at);
+      if (n !== undefined) {
+        if (n > 1) pending.set(r.at, n - 1);
+        else pending.delete(r.at);
+      }
+      records.push({ ...r, doneAt: Date.now() });
+    },
   });
   onCleanup(() => emu.close());
-  return { emu, dataDir, records, inFlight: () => arrived - records.length };
+  const inFlight = () => {
+    let n = 0;
+    for (const c of pending.values()) n += c;
+    return n;
+  };
+  return { emu, dataDir, records, inFlight };
 }
 
 // ------------------------------------------------------------------- lines

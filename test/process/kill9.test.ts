@@ -98,6 +98,8 @@ class SpoolWriter {
 interface Kill {
   cycle: number;
   at: number;
+  /** Requests the emulator had read and not answered when the kill was sent. */
+  seenInFlight: number;
   inFlight: TimedRecord[];
   recentAcks: TimedRecord[];
 }
@@ -142,8 +144,9 @@ describe('kill -9 at random moments (process)', () => {
         // a loaded machine the random moment can fall between requests, so
         // wait for one to be under way at the emulator.
         await waitFor(() => t.inFlight() > 0, `cycle ${cycle}: a request in flight`, 20_000, 5);
+        const seenInFlight = t.inFlight();
         const at = await kill9(p);
-        kills.push({ cycle, at, inFlight: [], recentAcks: [] });
+        kills.push({ cycle, at, inFlight: [], recentAcks: [], seenInFlight });
         // To debug a failure: keep the state as each kill left it.
         if (process.env.SPOOLSHIP_TEST_KEEP) cpSync(cfg.stateDir, `${cfg.stateDir}-after-kill-${cycle}`, { recursive: true });
         const errs = errorsIn(p);
@@ -168,13 +171,15 @@ describe('kill -9 at random moments (process)', () => {
       await sleep(SLOW_MS * 2);
 
       for (const k of kills) {
-        k.inFlight = t.records.filter((r) => r.at < k.at && r.doneAt >= k.at);
+        // Arrived at or before the kill (millisecond clocks), answered at or after it.
+        k.inFlight = t.records.filter((r) => r.at <= k.at && r.doneAt >= k.at);
         k.recentAcks = t.records.filter((r) => r.outcome === 200 && r.doneAt < k.at && r.doneAt >= k.at - ACK_WINDOW_MS - ANSWER_LATENCY_SLACK_MS);
       }
       const result = await checkDelivery(t, 'ev', 'k', total);
       const perKill = kills.map((k) => ({
         cycle: k.cycle,
         inFlight: k.inFlight.length,
+        seenInFlight: k.seenInFlight,
         recentAcks: k.recentAcks.length,
         boundLines: [...k.inFlight, ...k.recentAcks].reduce((n, r) => n + linesOf(r), 0),
       }));

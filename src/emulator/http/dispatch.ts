@@ -30,7 +30,7 @@ export interface DispatchDeps {
   now: () => number;
   record(record: EventsRequestRecord): void;
   /** An Events request's body was read; it is being handled (onEventsArrival). */
-  arrived(): void;
+  arrived(at: number): void;
   /** Body read pacing (`uploadBytesPerSec`), or null. */
   pace: UploadPace | null;
   /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
@@ -76,7 +76,7 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
     }
     wireBytes = read.wireBytes;
     // From here on the request is answered and recorded whatever the client does.
-    deps.arrived();
+    deps.arrived(atMs);
     result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
     if (result === null) return;
   }
