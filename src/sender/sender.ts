@@ -443,7 +443,11 @@ export class Sender {
       const r = await this.handle(part, v, ctx, work);
       if (r) return r;
     }
-    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.o.hooks.deadLetterLines(root, part, raw, 'rejected', 400);
+    for (const { part, raw } of ctx.pendingRejects.splice(0)) {
+      await this.o.hooks.deadLetterLines(root, part, raw, 'rejected', 400);
+      // Released by an operator: these left the batch for the dead-letter store too (as rejected).
+      if (ctx.released) ctx.releasedLines += part.lines;
+    }
     return 'done';
   }
 
