@@ -1,4 +1,4 @@
-// Typed client of the five cluster-management endpoints (service-api.md).
+// Typed client of the five cluster-management endpoints (docs/clusters.md).
 // One job: send a request, return the parsed 2xx body, or throw a typed
 // error. It never retries: a modifying request may have been applied, and the
 // caller (the CLI's read-modify-write) is the one place that decides what to

@@ -1,4 +1,4 @@
-// The API paths of service-api.md, with every segment percent-encoded so an
+// The cluster API's paths (docs/clusters.md), with every segment percent-encoded so an
 // odd organization or replica name cannot change which resource is addressed.
 const enc = encodeURIComponent;
 

@@ -1,5 +1,4 @@
-// Wire format of the cluster-management API (service-api.md, "Cluster
-// management"). One definition shared by the client, the planner and the
+// Wire format of the cluster-management API (docs/clusters.md). One definition shared by the client, the planner and the
 // emulator, so the emulator cannot drift from what the client sends.
 
 /** role name -> (replica name -> integer weight). */

@@ -1,6 +1,6 @@
 // The organization's request budget: at most `limit` requests in any sliding
 // 1-second window, counting every request received, including those answered
-// 429 (service-api.md: "each request counts as one ingestion"). A client that
+// 429 (docs/emulator.md, "Events API behaviour", step 2). A client that
 // keeps hammering while limited therefore stays limited; one that waits
 // `Retry-After` gets through.
 //

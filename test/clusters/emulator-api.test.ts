@@ -49,7 +49,7 @@ describe('emulator cluster API', () => {
     expect((await call('GET', `${base}/clusters/`, undefined, auth)).body).toEqual(res.body); // trailing slash
   });
 
-  it('configuration: the exact regions, sizes and roles of service-api.md; cpu and memory match the size name', async () => {
+  it('configuration: the exact regions, sizes and roles the platform lists; cpu and memory match the size name', async () => {
     const res = await call('GET', `${base}/clusters-configuration/`, undefined, auth);
     const cfg = res.body as ClusterConfiguration;
     expect(cfg.cloud_regions).toEqual({

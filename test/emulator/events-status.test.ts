@@ -1,4 +1,5 @@
-// Every row of service-api.md's POST /v0/events status table (HTTP/1.1 here;
+// Every row of the platform's POST /v0/events status table (docs/emulator.md,
+// "Events API behaviour"; HTTP/1.1 here;
 // GOAWAY rows in http2.test.ts), each asserting status, headers and body.
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-// The configuration metadata exactly as service-api.md lists it. The emulator
+// The configuration metadata as the platform's cluster API lists it (the
+// sizes and roles docs/clusters.md shows under `config`). The emulator
 // is strict: a size or role outside these lists is rejected like the real
 // service would reject it.
 import type { ClusterConfiguration, ReplicaSize } from '../../clusters/types.js';

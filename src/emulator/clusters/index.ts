@@ -1,5 +1,5 @@
-// The emulator's cluster-management API (docs/emulator.md, service-api.md
-// "Cluster management"): one seeded organization with an aws and a gcp
+// The emulator's cluster-management API (docs/clusters.md, "The emulator's
+// cluster API"; docs/emulator.md, "Cluster API bodies"): one seeded organization with an aws and a gcp
 // cluster, Bearer auth with the admin token (`?token=` on the configuration
 // endpoint only), and the five endpoints. The HTTP server hands every request
 // under /v0/organizations/ to `handle()`; null means "no such route" (404).

@@ -1,6 +1,7 @@
-// Path matching for the cluster API. service-api.md accepts a trailing slash
-// on every route, and on POST .../replicas an extra path segment (the route
-// pattern permits it; the segment carries no meaning and is ignored).
+// Path matching for the cluster API. A trailing slash is accepted on every
+// route, and on POST .../replicas an extra path segment, as the platform's
+// route patterns permit (docs/clusters.md, "The emulator's cluster API");
+// the segment carries no meaning and is ignored.
 
 export type ClusterRoute =
   | { kind: 'list'; org: string }

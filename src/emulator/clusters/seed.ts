@@ -1,6 +1,6 @@
 // The organization every emulator starts with: one aws and one gcp cluster,
-// shaped like the examples of service-api.md (writer and reader weights sum
-// to 100, copyjob is 1 per replica).
+// described in docs/clusters.md, "The emulator's cluster API" (writer and
+// reader weights sum to 100, copyjob is 1 per replica).
 import type { Weights } from '../../clusters/types.js';
 
 export interface SeedReplica {

@@ -1,6 +1,6 @@
 // Which Data Sources exist (`--datasources`), and their creation by a first
-// append. service-api.md: POST /v0/events needs DATASOURCE:APPEND or
-// DATASOURCE:CREATE; creating a Data Source that way is limited to 5 per
+// append (docs/emulator.md, "Events API behaviour"): POST /v0/events needs
+// DATASOURCE:APPEND or DATASOURCE:CREATE; creating a Data Source that way is limited to 5 per
 // minute (limits are per organization). Without a list every name counts as
 // existing, so nothing is ever created and an APPEND token may append anywhere.
 //

@@ -1,5 +1,5 @@
-// The platform's deduplication of partially inserted data (service-api.md:
-// "partially inserted data is deduplicated for up to 5 hours"). After a
+// The platform's deduplication of partially inserted data, for up to 5 hours
+// (docs/emulator.md, "Partial inserts and deduplication"). After a
 // *failed partial insert* we remember (Data Source, SHA-256 of the decoded
 // body) with how many lines were already stored; a byte-identical retry within
 // the window stores only the rest. Nothing else is remembered: a retry after a
