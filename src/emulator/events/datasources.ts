@@ -1,7 +1,7 @@
 // Which Data Sources exist (`--datasources`), and their creation by a first
 // append (docs/emulator.md, "Events API behaviour"): POST /v0/events needs
-// DATASOURCE:APPEND or DATASOURCE:CREATE; creating a Data Source that way is limited to 5 per
-// minute (limits are per organization). Without a list every name counts as
+// DATASOURCE:APPEND or DATASOURCE:CREATE; creating a Data Source that way is
+// limited to 5 per minute (limits are per organization). Without a list every name counts as
 // existing, so nothing is ever created and an APPEND token may append anywhere.
 //
 // Bounded: the set grows by at most CREATIONS_PER_WINDOW names per window.
