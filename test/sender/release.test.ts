@@ -52,6 +52,28 @@ describe('Sender.release', () => {
     expect(h.emu.stats().rows.ds).toBe(acked);
   });
 
+  it('released while single lines wait as possible rejects: they go as rejected, and the count returned is every line moved', async () => {
+    const h = await harness({ dataDir: null }, { codec: 'none' });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]); // every line refused
+    const singleLines = () => h.sent.filter((s) => s.body.indexOf(10) === s.body.length - 1).length;
+    // Two single lines of two quarters refused (not yet three: not yet
+    // request-level, so they are held as possible rejects), then the budget
+    // parks: the token is rejected from the next request on.
+    h.beforePost = () => {
+      if (singleLines() === 2) h.token.value = 'revoked';
+    };
+    const batch = await h.batch('ds', lines('p', 64), 11);
+    const done = h.sender.deliver(batch);
+    await settle(() => h.parks.some((p) => p.reason === 'token_rejected'), 'budget parked');
+    await settle(() => h.clock.waiting > 0, 'waiting while parked');
+    expect(h.deadLetters).toEqual([]);
+    expect(await h.sender.release(11)!.wait()).toBe(64);
+    expect(await done).toBe('done');
+    const byReason = new Map<string, number>();
+    for (const d of h.deadLetters) byReason.set(d.reason, (byReason.get(d.reason) ?? 0) + d.lines.length);
+    expect(Object.fromEntries(byReason)).toEqual({ operator: 62, rejected: 2 });
+  });
+
   it('an unknown batch is not released; a release the sender stops before ends aborted', async () => {
     const h = await harness({ dataDir: null });
     expect(h.sender.release(42)).toBeNull();
