@@ -2,19 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SPACING_MARGIN } from '../../src/sender/limiter.js';
+import { busiestWindow } from '../fleet/helpers.js';
 import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
-
-/** Largest number of request arrivals in any 1-second window. */
-function busiestSecond(at: number[]): number {
-  const t = [...at].sort((a, b) => a - b);
-  let best = 0;
-  let lo = 0;
-  for (let hi = 0; hi < t.length; hi++) {
-    while (t[hi]! - t[lo]! >= 1000) lo++;
-    best = Math.max(best, hi - lo + 1);
-  }
-  return best;
-}
 
 function metricValues(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
   const out: Array<{ labels: Record<string, string>; value: number }> = [];
@@ -49,7 +38,7 @@ describe('limits and metrics', () => {
     await waitFor(() => emu.requests().length >= 350, '350 requests', 20_000);
     await stop();
     const at = emu.requests().map((r) => r.at);
-    expect(busiestSecond(at)).toBeLessThanOrEqual(withMargin);
+    expect(busiestWindow(at)).toBeLessThanOrEqual(withMargin);
     expect(emu.stats().requests_by_status['429'] ?? 0).toBe(0);
   });
 

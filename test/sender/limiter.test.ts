@@ -4,21 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import { createLocalLimiter, LimiterClosedError, SPACING_MARGIN } from '../../src/sender/limiter.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { busiestWindow } from '../fleet/helpers.js';
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 };
-
-/** Largest number of starts in any window of `ms`. */
-function busiest(at: number[], ms: number): number {
-  const t = [...at].sort((a, b) => a - b);
-  let best = 0;
-  for (let lo = 0, hi = 0; hi < t.length; hi++) {
-    while (t[hi]! - t[lo]! >= ms) lo++;
-    best = Math.max(best, hi - lo + 1);
-  }
-  return best;
-}
 
 describe('local rate limiter', () => {
   it('spaces starts by 1000 / rps x SPACING_MARGIN on the clock, from when the previous one went, in the order asked', async () => {
@@ -60,7 +50,7 @@ describe('local rate limiter', () => {
       clock.advance(0.5);
       await settle();
     }
-    expect(busiest(starts, 1000)).toBeLessThanOrEqual(rps);
+    expect(busiestWindow(starts, 1000)).toBeLessThanOrEqual(rps);
     // Paced, not starved: the budget is used (one start per spacing).
     expect(starts.length).toBeGreaterThanOrEqual(Math.floor(5000 / (10 * SPACING_MARGIN)));
   });
