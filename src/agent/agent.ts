@@ -366,8 +366,8 @@ export class Agent {
     return new QueueReplayer({
       queue: this.queue,
       sender: this.sender,
+      clock,
       log,
-      now: () => clock.now(),
       onChange: () => this.queueReport.update(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
       onDelivered: (id) => this.store.completeQueued(id),

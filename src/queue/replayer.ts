@@ -2,7 +2,14 @@
 // bytes they were queued with. A delivered (or dead-lettered) batch is
 // acknowledged in the queue; when the agent stops, a batch being sent is
 // handed back and stays queued for the next start.
+//
+// A parked Data Source (datasource_rejected, bad_request) does not hold a
+// loop: its batches stay queued and are passed over until its probe is due
+// (one of them is then the probe), so the other Data Sources' batches behind
+// them go on. A parked budget (token_rejected...) stops every Data Source
+// alike: the loops wait inside the sender, one of them the budget's probe.
 import type { Logger } from '../log.js';
+import type { Clock } from '../util/clock.js';
 import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from './retry-queue.js';
 import type { StateWrites } from '../state/acker.js';
@@ -22,8 +29,8 @@ export class QueueReplayer {
     private readonly o: {
       queue: RetryQueue;
       sender: Sender;
+      clock: Clock;
       log: Logger;
-      now: () => number;
       onChange: () => void;
       /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
       onDelivered: (id: number) => void;
@@ -52,26 +59,34 @@ export class QueueReplayer {
   private async loop(): Promise<void> {
     const { queue, sender } = this.o;
     while (!this.stopped) {
-      const rec = await queue.take();
+      let parkedFor = Infinity;
+      const rec = await queue.take((ds) => {
+        const ms = sender.dsWaitMs(ds);
+        if (ms > 0) parkedFor = Math.min(parkedFor, ms);
+        return ms > 0;
+      });
       if (!rec) {
-        await new Promise<void>((resolve) => this.waiters.push(resolve));
+        await this.idle(parkedFor);
         continue;
       }
-      if (this.o.now() - rec.header.queuedAt > DEDUP_WINDOW_MS) {
+      if (this.o.clock.now() - rec.header.queuedAt > DEDUP_WINDOW_MS) {
         this.o.onPastDedupWindow();
         if (!this.warnedOld) {
           this.warnedOld = true;
           this.o.log.warn({ datasource: rec.header.ds }, 'sending a queued batch older than 5 hours: the platform no longer deduplicates its retries');
         }
       }
-      const result = await sender.deliver({
-        id: rec.header.id,
-        ds: rec.header.ds,
-        body: rec.body,
-        encoding: rec.header.encoding,
-        rawLen: rec.header.rawLen,
-        lines: rec.header.lines,
-      });
+      const result = await sender.deliver(
+        {
+          id: rec.header.id,
+          ds: rec.header.ds,
+          body: rec.body,
+          encoding: rec.header.encoding,
+          rawLen: rec.header.rawLen,
+          lines: rec.header.lines,
+        },
+        { leaveWhenDsParked: true },
+      );
       if (result === 'done') {
         // ENOSPC here is the disk_full state, as anywhere: wait for space.
         // The state forgets the queued batch first: a damaged-record check in
@@ -80,8 +95,22 @@ export class QueueReplayer {
         await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else {
+        // Stopping, or its Data Source is parked: it stays queued.
         queue.release(rec.ref);
       }
     }
+  }
+
+  /**
+   * Nothing to take: wait for a new record, or (when batches of parked Data
+   * Sources were passed over) for a park to change or the next probe to be due.
+   */
+  private async idle(parkedFor: number): Promise<void> {
+    let wake!: () => void;
+    const poked = new Promise<void>((resolve) => (wake = resolve));
+    this.waiters.push(wake);
+    if (Number.isFinite(parkedFor)) await Promise.race([poked, this.o.sender.changed(parkedFor)]);
+    else await poked;
+    this.waiters = this.waiters.filter((w) => w !== wake);
   }
 }

@@ -59,6 +59,8 @@ interface Entry {
   len: number;
   acked: boolean;
   leased: boolean;
+  /** The record's Data Source, once known (appended here, or its header read): take() may pass it over. */
+  ds?: string;
 }
 
 export class RetryQueue {
@@ -127,16 +129,23 @@ export class RetryQueue {
     await writeAllAt(this.writeFh!, [prefix, body], off);
     await this.writeFh!.sync();
     this.writeSize += recLen;
-    this.entries.push({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false });
+    this.entries.push({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false, ds: header.ds });
     this.totalBytes += recLen;
     this.live++;
     return { seg: this.writeSeg, off };
   }
 
-  /** The oldest record not acknowledged and not already handed out; null when none. */
-  async take(): Promise<QueuedBatch | null> {
+  /**
+   * The oldest record not acknowledged and not already handed out, passing
+   * over those whose Data Source `passOver` names (a parked one); null when none.
+   */
+  async take(passOver: (ds: string) => boolean = () => false): Promise<QueuedBatch | null> {
     for (const e of this.entries) {
       if (e.acked || e.leased) continue;
+      if (e.ds === undefined) e.ds = (await this.headerOf(e))?.ds;
+      // Taken by a concurrent take() or acked while the header was read.
+      if (e.acked || e.leased) continue;
+      if (e.ds !== undefined && passOver(e.ds)) continue;
       // Leased before the read: a concurrent take() must not hand it out too.
       e.leased = true;
       const rec = await this.read(e);
@@ -231,6 +240,17 @@ export class RetryQueue {
 
   private segPath(seg: number): string {
     return segmentFile(this.dir, seg);
+  }
+
+  /** A record's header alone; null when it cannot be read (take() then reads the record, finds it damaged and skips it). */
+  private async headerOf(e: Entry): Promise<QueuedHeader | null> {
+    const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
+    if (!fh) return null;
+    try {
+      return (await readRecordHeader(fh, e.off, e.len).catch(() => null))?.header ?? null;
+    } finally {
+      await fh.close();
+    }
   }
 
   private async read(e: Entry): Promise<QueuedBatch | null> {

@@ -60,6 +60,23 @@ export class Park<R extends string> {
     return false;
   }
 
+  /**
+   * Take the probe if one may go now, without waiting: for a caller that has
+   * other work to do meanwhile (the queue replayer).
+   */
+  tryProbe(): boolean {
+    if (this.reason === null || this.probing || this.clock.now() < this.nextProbeAt) return false;
+    this.probing = true;
+    return true;
+  }
+
+  /** Milliseconds until a probe may go: 0 when not parked or due now; a whole interval while one is under way. */
+  probeWaitMs(): number {
+    if (this.reason === null) return 0;
+    if (this.probing) return this.probeIntervalMs;
+    return Math.max(0, this.nextProbeAt - this.clock.now());
+  }
+
   /** The probe holder resends on its own terms (a Data Source park's owner). */
   releaseProbe(): void {
     this.probing = false;

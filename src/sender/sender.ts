@@ -142,6 +142,13 @@ export interface DeliverOptions {
   /** Failed attempts before a batch is deferred. */
   deferAfter?: number;
   /**
+   * While the batch's Data Source is parked and its probe is not due, return
+   * 'deferred' instead of waiting (the queue replayer: the batch stays
+   * queued and the replayer's loops go on with other Data Sources). Only a
+   * whole batch goes back; a batch already being cut waits as before.
+   */
+  leaveWhenDsParked?: boolean;
+  /**
    * No attempt of this batch was ever made (not a queued or re-formed one):
    * it may be cut to the learned 413 limit before it is sent, since nothing
    * of it can be stored yet.
@@ -307,6 +314,19 @@ export class Sender {
   /** An operator moved batches of a parked Data Source away: let its next batch probe now. */
   wakeDataSource(ds: string): void {
     this.dsParks.get(ds)?.wake();
+  }
+
+  /**
+   * Milliseconds until a batch of `ds` may be sent as far as its own park
+   * goes: 0 when the Data Source is not parked or its probe is due.
+   */
+  dsWaitMs(ds: string): number {
+    return this.dsParks.get(ds)?.probeWaitMs() ?? 0;
+  }
+
+  /** Resolves when a park, pause or delivery changes, or after `ms` on the clock. */
+  changed(ms: number): Promise<void> {
+    return this.notifier.wait(this.o.clock, ms);
   }
 
   /** No new attempts; waiting batches return 'aborted' (their intents stay for the next start). */
@@ -522,8 +542,9 @@ export class Sender {
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
       if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.dsParks.get(part.ds)?.parked))) return 'deferred';
-      const probe = await this.waitUntilClear(part.ds, ctx);
+      const probe = await this.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
+      if (probe === 'left') return 'deferred';
       const outcome = await this.request(part, probe, ctx);
       if (outcome === null) {
         // Parked or stopping while waiting for a slot: not sent; decide again.
@@ -589,11 +610,21 @@ export class Sender {
     }
   }
 
-  /** Wait for parks and the Retry-After pause; true when this request is the budget's probe. */
-  private async waitUntilClear(ds: string, ctx: Ctx): Promise<boolean | 'aborted'> {
+  /**
+   * Wait for parks and the Retry-After pause; true when this request is the
+   * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
+   * its probe not due: the caller keeps the batch (it stays queued).
+   */
+  private async waitUntilClear(ds: string, ctx: Ctx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
     for (;;) {
       if (ctx.ac.signal.aborted) return 'aborted';
       const dsPark = this.dsParks.get(ds);
+      if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
+        // The caller has other batches to send meanwhile: probe if due, else leave.
+        if (!dsPark.tryProbe()) return 'left';
+        ctx.holdsDsProbe = true;
+        continue;
+      }
       if (dsPark?.parked && !ctx.holdsDsProbe) {
         // Every waiting batch of a parked Data Source may be its probe (every
         // 60 s, at once on wake): a batch replayed from the disk queue too.

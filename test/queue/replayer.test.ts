@@ -1,0 +1,74 @@
+// The queue replayer against a real Sender, emulator and queue on disk, on a
+// manual clock: a parked Data Source's queued batches must not hold the
+// replayer's loops (REPLAY_CONCURRENCY of them) while the queue holds batches
+// of Data Sources that are fine.
+import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { QueueReplayer, REPLAY_CONCURRENCY } from '../../src/queue/replayer.js';
+import { RetryQueue } from '../../src/queue/retry-queue.js';
+import { tempDir } from '../pipeline/helpers.js';
+import { harness, lines, settle, type Harness } from '../sender/helpers.js';
+
+async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: number[]; stop: () => Promise<void> }> {
+  const delivered: number[] = [];
+  const replayer = new QueueReplayer({
+    queue,
+    sender: h.sender,
+    clock: h.clock,
+    log: pino({ level: 'silent' }),
+    onChange: () => undefined,
+    onDelivered: (id) => delivered.push(id),
+    onPastDedupWindow: () => undefined,
+    writes: { retryStateWrite: (fn) => fn() },
+    onFatal: (err) => {
+      throw err;
+    },
+  });
+  replayer.start();
+  return { delivered, stop: () => replayer.stop() };
+}
+
+async function enqueue(h: Harness, queue: RetryQueue, ds: string, id: number): Promise<void> {
+  const b = await h.batch(ds, lines(`${ds}${id}-`, 2), id);
+  await queue.append({ id, ds, encoding: b.encoding, rawLen: b.rawLen, lines: b.lines, queuedAt: h.clock.now() }, b.body);
+}
+
+describe('QueueReplayer: parked Data Sources', () => {
+  it("a Data Source parked datasource_rejected keeps its queued batches queued and does not hold back the other Data Sources' batches", async () => {
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    // The token is proven for 'known': a 403 for 'gone' parks 'gone' alone.
+    expect(await h.sender.deliver(await h.batch('known', lines('k', 1), 100))).toBe('done');
+    const queue = await RetryQueue.open(await tempDir(), 1e9, () => undefined);
+    // More batches of the refused Data Source than the replayer has loops, older than the good one.
+    const goneIds = Array.from({ length: REPLAY_CONCURRENCY + 2 }, (_, i) => i + 1);
+    for (const id of goneIds) await enqueue(h, queue, 'gone', id);
+    await enqueue(h, queue, 'known', 50);
+    const r = await replayerFor(h, queue);
+    try {
+      await settle(() => r.delivered.includes(50) && queue.batches === goneIds.length, 'the batch of the Data Source that is fine delivered and acked');
+      expect(h.emu.stats().rows).toEqual({ known: 3 });
+      expect(h.parks).toEqual([{ scope: 'gone', reason: 'datasource_rejected' }]);
+      // The refused batches wait for the park's probe, queued (nothing sent in a loop).
+      const sentBefore = h.sent.length;
+      await settle(() => h.clock.waiting > 0, 'the replayer waiting for the probe time');
+      expect(h.sent.length).toBe(sentBefore);
+      // 60 s later exactly one probe of 'gone' goes, is refused, and everything stays queued.
+      h.clock.advance(60_000);
+      await settle(() => h.sent.length === sentBefore + 1 && h.clock.waiting > 0, 'one probe after 60 s');
+      expect(h.sent.at(-1)!.ds).toBe('gone');
+      expect(queue.batches).toBe(goneIds.length);
+      // The Data Source now exists (created by another token): the next probe unparks it and the queue drains.
+      h.token.value = h.emu.token;
+      h.sender.wake();
+      await settle(() => goneIds.every((id) => r.delivered.includes(id)), 'every queued batch of the unparked Data Source delivered');
+      expect(h.emu.stats().rows).toEqual({ known: 3, gone: 2 * goneIds.length });
+      expect(h.parks.at(-1)).toEqual({ scope: 'gone', reason: null });
+    } finally {
+      // The sender first: a replayed delivery waiting inside it ends 'aborted'.
+      h.sender.stop();
+      await r.stop();
+      await queue.close();
+    }
+  });
+});
