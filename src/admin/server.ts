@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { LongLived } from '../util/lifecycle.js';
 
 export interface Readiness {
   ready: boolean;
@@ -22,7 +23,7 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host: listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(listen.slice(i + 1)) };
 }
 
-export class AdminServer {
+export class AdminServer implements LongLived {
   private server: http.Server | null = null;
 
   constructor(private readonly src: AdminSources) {}
@@ -79,5 +80,10 @@ export class AdminServer {
     if (!s) return;
     s.closeAllConnections();
     await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** Open connections are cut either way (a scrape is not worth waiting for). */
+  destroy(): Promise<void> {
+    return this.close();
   }
 }

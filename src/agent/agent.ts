@@ -29,7 +29,7 @@ import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
-import { StartedParts } from './lifecycle.js';
+import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
 import { Linger } from '../batcher/linger.js';
@@ -95,6 +95,8 @@ export class Agent {
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
   private fatalSeen = false;
+  /** destroy() or a failed start: the parts are being destroyed. */
+  private destroying = false;
   /** What the start brought up, released last first when it fails part-way. */
   private readonly parts = new StartedParts();
   /** Every part is built: /readyz and /status may read them. */
@@ -130,18 +132,21 @@ export class Agent {
       // port) must create nothing (no state_dir, checkpoint or journal).
       await this.startAdmin();
       this.lock = await acquireLock(c.state_dir);
-      parts.add('state_dir lock', () => this.lock.release());
+      parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
-      parts.add('state_dir watch', () => this.dirWatch?.close());
+      parts.add('state_dir watch', this.dirWatch);
       await this.openState();
       const baseUrl = await this.connect();
       this.sender = this.createSender();
       this.pipeline = this.createPipeline();
-      parts.add('sender and pipeline', async () => {
-        this.sender.stop();
-        this.pipeline.stop();
-        await this.pipeline.drainAll();
-      });
+      // They end together: the pipeline's deliveries wait inside the sender.
+      parts.add(
+        'sender and pipeline',
+        partOf(
+          () => Promise.all([this.sender.close(), this.pipeline.close()]),
+          () => Promise.all([this.sender.destroy(), this.pipeline.destroy()]),
+        ),
+      );
       this.batcher = this.createBatcher();
       this.spooler = this.createSpooler();
       this.linger = new Linger(this.batcher, {
@@ -155,24 +160,24 @@ export class Agent {
       this.queueReport.update();
       // Queued batches first, then batches in flight at the last stop, then new data.
       this.replayer.start();
-      parts.add('queue replayer', () => this.replayer.stop());
+      parts.add('queue replayer', this.replayer);
       this.resender = this.createResender();
-      parts.add('resender', () => this.resender.close());
+      parts.add('resender', this.resender);
       await this.resender.resendUnacknowledged();
       this.resender.checkQueue();
       this.started = true;
       await this.startControl();
-      parts.add('control socket', () => this.control?.close());
       this.spooler.start();
-      parts.add('spooler', () => this.spooler.stop());
+      parts.add('spooler', this.spooler);
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
-      parts.add('timers', () => this.stopTimers());
+      parts.add('timers', partOf(() => this.stopTimers()));
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
       deps.log.info({ event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
     } catch (err) {
       this.started = false;
+      this.destroying = true;
       this.closing ??= Promise.resolve();
-      for (const f of await parts.unwind()) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
+      for (const f of await parts.unwind({ destroy: err })) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
       throw err;
     }
   }
@@ -182,7 +187,7 @@ export class Agent {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
     this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)), relocate: relocateFiles });
-    this.parts.add('state store', () => this.store.close());
+    this.parts.add('state store', this.store);
     this.acker = new Acker(this.store, {
       clock,
       log,
@@ -194,7 +199,7 @@ export class Agent {
         onFatal: (err) => this.fatal(err),
       },
     });
-    this.parts.add('acker', () => this.acker.close());
+    this.parts.add('acker', this.acker);
     reportRecovery(this.store.recovery, c.state_dir, log);
     this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
       metrics.deadLetterDropped.inc();
@@ -202,13 +207,13 @@ export class Agent {
       log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
     });
     await this.deadLetters.open();
-    this.parts.add('dead-letter store', () => this.deadLetters.flush());
+    this.parts.add('dead-letter store', this.deadLetters);
     this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
       metrics.queueCorrupt.inc();
       log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
       this.resender?.checkQueue();
     });
-    this.parts.add('retry queue', () => this.queue.close());
+    this.parts.add('retry queue', this.queue);
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
     if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     await completeQueuedIntents(this.store, this.queue);
@@ -221,7 +226,7 @@ export class Agent {
     let baseUrl = c.api.base_url;
     if (baseUrl === 'embedded') {
       this.embedded = await startEmbedded(c.state_dir);
-      this.parts.add('embedded emulator', () => this.embedded?.close());
+      this.parts.add('embedded emulator', partOf(() => this.embedded?.close()));
       baseUrl = this.embedded.url;
       this.token = await TokenSource.create(this.embedded.token, null);
       log.info({ url: baseUrl }, 'embedded emulator started');
@@ -236,7 +241,7 @@ export class Agent {
       log.info({ event: 'token_changed' }, 'token file changed; retrying parked requests');
       this.sender.wake();
     });
-    this.parts.add('token watch', () => this.token.close());
+    this.parts.add('token watch', this.token);
     this.engine = await openDelivery(c, {
       baseUrl,
       token: () => this.token.get(),
@@ -247,10 +252,7 @@ export class Agent {
     });
     this.client = this.engine.client;
     this.limiter = this.engine.limiter;
-    this.parts.add('delivery engine', async () => {
-      await this.client.destroy();
-      await this.limiter.close();
-    });
+    this.parts.add('delivery engine', this.engine);
     return baseUrl;
   }
 
@@ -388,7 +390,7 @@ export class Agent {
     });
     try {
       this.adminUrl = await this.admin.start(c.admin.listen);
-      this.parts.add('admin server', () => this.admin?.close());
+      this.parts.add('admin server', this.admin);
     } catch (err) {
       await this.admin.close().catch(() => undefined);
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
@@ -418,6 +420,7 @@ export class Agent {
       deadLetterMaxBytes: this.config.dead_letter.max_bytes,
     });
     this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
+    this.parts.add('control socket', this.control);
   }
 
   private createSender(): Sender {
@@ -495,7 +498,8 @@ export class Agent {
    * calls destroy() and exits 1 (the next start recovers from the state_dir).
    */
   private fatal(err: unknown): void {
-    if (this.fatalSeen) return;
+    // Work abandoned by a destroy (a failed start, an earlier fatal error) ends in errors of its own.
+    if (this.fatalSeen || this.destroying) return;
     this.fatalSeen = true;
     const loss = err instanceof StateDirLostError ? { what: err.loss.what, how: err.loss.how, path: err.loss.path } : {};
     this.deps.log.fatal({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
@@ -514,15 +518,16 @@ export class Agent {
   }
 
   /** After a fatal error: stop without writing more state, within FATAL_CLOSE_MS (agent/stop.ts). */
-  destroy(): Promise<void> {
-    this.closing ??= this.stopper.afterFatal(this.runningParts());
+  destroy(err?: unknown): Promise<void> {
+    this.destroying = true;
+    this.closing ??= this.stopper.afterFatal(this.runningParts(), err);
     return this.closing;
   }
 
   private stopTimers(): void {
     this.stopTick?.();
     this.stopTick = null;
-    this.linger?.stop();
+    void this.linger?.close();
     void this.acker?.close();
   }
 
@@ -545,17 +550,7 @@ export class Agent {
         await this.store.close();
         await this.queue.close();
       },
-      releaseRest: async () => {
-        await Promise.all([
-          this.control?.close(),
-          this.dirWatch?.close(),
-          this.limiter?.close().catch(() => undefined),
-          this.admin?.close().catch(() => undefined),
-          this.embedded?.close().catch(() => undefined),
-        ]);
-        this.token?.close();
-        await this.lock?.release().catch(() => undefined);
-      },
+      unwind: (how) => this.parts.unwind(how),
       flushLogs: () => this.counts.flush(true),
     };
   }

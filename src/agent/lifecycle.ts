@@ -1,38 +1,50 @@
-// The parts an agent start has brought up, in the order it brought them up,
-// so that a start failing part-way releases exactly those, last first:
-// nothing of the attempt stays behind (a Redis connection, the queue
-// replayer, the HTTP client, a token watcher, the state_dir lock). A failed
-// SIGHUP reload and the in-process tests depend on it; `run` exits anyway.
-// The graceful stop (agent/stop.ts) has its own order on the clock, bounded by
-// shutdown_timeout_ms (README "Delivery guarantee").
+// The parts an agent start has brought up, in the order it brought them up
+// (each a LongLived: src/util/lifecycle.ts), so that they end last first:
+// - a start failing part-way destroys exactly those, with its error: nothing
+//   of the attempt stays behind (a Redis connection, the queue replayer, the
+//   HTTP client, a token watcher, the state_dir lock);
+// - a fatal error destroys them all, writing no more state;
+// - a graceful stop first drains in its own order on the clock
+//   (agent/stop.ts, bounded by shutdown_timeout_ms), then closes the stack:
+//   parts it closed already return at once (close() is idempotent).
+import type { LongLived } from '../util/lifecycle.js';
 
 export interface StartedPart {
   name: string;
-  release: () => unknown;
+  part: LongLived;
 }
+
+export type Unwind = 'close' | { destroy: unknown };
 
 export class StartedParts {
   private readonly stack: StartedPart[] = [];
 
-  /** `release` undoes the part's start (close, stop, destroy); it is called once, at most. */
-  add(name: string, release: () => unknown): void {
-    this.stack.push({ name, release });
+  add(name: string, part: LongLived): void {
+    this.stack.push({ name, part });
   }
 
   get names(): string[] {
     return this.stack.map((p) => p.name);
   }
 
-  /** Release every part, last started first; one failing does not stop the others. Returns the failures. */
-  async unwind(): Promise<Array<{ name: string; err: unknown }>> {
+  /** End every part, last started first, each once; one failing does not stop the others. Returns the failures. */
+  async unwind(how: Unwind): Promise<Array<{ name: string; err: unknown }>> {
     const failures: Array<{ name: string; err: unknown }> = [];
-    for (let part = this.stack.pop(); part; part = this.stack.pop()) {
+    for (let p = this.stack.pop(); p; p = this.stack.pop()) {
       try {
-        await part.release();
+        await (how === 'close' ? p.part.close() : p.part.destroy(how.destroy));
       } catch (err) {
-        failures.push({ name: part.name, err });
+        failures.push({ name: p.name, err });
       }
     }
     return failures;
   }
+}
+
+/** A part made of plain functions (a lock, the timers, parts that must end together); destroying it closes it unless told otherwise. */
+export function partOf(close: () => unknown, destroy: (err: unknown) => unknown = close): LongLived {
+  return {
+    close: async () => void (await close()),
+    destroy: async (err) => void (await destroy(err)),
+  };
 }

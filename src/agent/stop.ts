@@ -9,37 +9,41 @@
 // 3. no new attempts; abandon what is still unanswered (its batch stays a
 //    journal intent or queued, and is sent again at the next start);
 // 4. persist: dead letters, journal, checkpoint, queue;
-// 5. release the rest: connections, servers, watchers, the lock.
+// 5. end every started part, last started first (agent/lifecycle.ts): the
+//    connections, servers, watchers, the lock; parts closed above return at
+//    once. Closed when everything above ended in time, else destroyed.
 //
-// After a fatal error, within FATAL_CLOSE_MS: stop everything without
-// writing more state (the next start recovers from what is on disk), so the
-// process exits instead of staying up without shipping.
+// After a fatal error, within FATAL_CLOSE_MS: destroy every started part,
+// last first, writing no more state (the next start recovers from what is on
+// disk), so the process exits instead of staying up without shipping.
 //
-// A start that fails part-way releases what it started through
-// lifecycle.ts instead: nothing is in flight then.
+// A start that fails part-way destroys what it started the same way: the
+// stack holds only what was started.
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
+import type { Unwind } from './lifecycle.js';
 
 /** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
 export const PERSIST_RESERVE_MS = 2000;
 /** After a fatal error, the agent closes what it can within this, then the process exits 1. */
 export const FATAL_CLOSE_MS = 5000;
 
-/** The running parts, as the stop sequence sees them (null: not started). */
+/** The running parts, as the graceful stop sequence sees them (null: not started). */
 export interface RunningParts {
   stopTimers(): void;
-  control: { close(): Promise<void> } | null;
-  spooler: { stop(): Promise<void> };
+  control: LongLived | null;
+  spooler: LongLived;
   batcher: { closeAll(): void };
-  resender: { close(): Promise<void> };
-  pipeline: { drainUntil(deadline: number): Promise<boolean>; drainAll(): Promise<void>; stop(): void };
-  sender: { stop(): void };
-  replayer: { stop(): Promise<void> };
-  client: { close(): Promise<void>; destroy(): Promise<void> };
+  resender: LongLived;
+  pipeline: LongLived & { drainUntil(deadline: number): Promise<boolean> };
+  sender: LongLived;
+  replayer: LongLived;
+  client: LongLived;
   /** Dead letters, the acker's last checkpoint, the journal, the checkpoint, the queue. */
   persist(): Promise<void>;
-  /** Connections, servers, watchers, the lock. */
-  releaseRest(): Promise<void>;
+  /** End every started part, last started first (agent/lifecycle.ts). */
+  unwind(how: Unwind): Promise<Array<{ name: string; err: unknown }>>;
   /** Counted log events still pending. */
   flushLogs(): void;
 }
@@ -56,38 +60,36 @@ export class StopSequence {
     else log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
     p.stopTimers();
     await p.control?.close();
-    await this.within(p.spooler.stop(), stopWaitingAt);
+    await this.within(p.spooler.close(), stopWaitingAt);
     p.batcher.closeAll();
     await this.within(p.resender.close(), stopWaitingAt);
     await p.pipeline.drainUntil(stopWaitingAt);
-    p.sender.stop();
-    p.pipeline.stop();
-    const rest = Promise.all([p.pipeline.drainAll(), p.replayer.stop()]);
-    if (!(await this.within(rest, stopWaitingAt))) {
+    // No new attempts: deliveries waiting end; those on the wire are answered until stopWaitingAt.
+    const rest = Promise.all([p.sender.close(), p.pipeline.close(), p.replayer.close()]);
+    let ended = await this.within(rest, stopWaitingAt);
+    if (!ended) {
       log.warn({ event: 'shutdown_timeout' }, 'shutdown timeout: unanswered requests are abandoned; their batches are sent again at the next start');
-      await this.within(p.client.destroy(), deadline);
-      // The aborted requests end their deliveries; queue writes they start are bounded by the deadline too.
-      await this.within(rest, deadline - reserveMs / 2);
+      await this.within(p.sender.destroy(), deadline);
+      // The cut requests end their deliveries; queue writes they start are bounded by the deadline too.
+      ended = await this.within(rest, deadline - reserveMs / 2);
     } else {
       await this.within(p.client.close(), stopWaitingAt);
       await this.within(p.client.destroy(), deadline);
     }
     const persisted = await this.within(p.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.o.stateDir }, 'shutdown timeout while writing state; the next start recovers from the journal');
-    await p.releaseRest();
+    const how: Unwind = ended && persisted ? 'close' : { destroy: new Error('shutdown timeout') };
+    for (const f of await p.unwind(how)) log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'a step of the stop sequence failed');
     p.flushLogs();
     if (forReload) log.info({ event: 'pipeline_closed_for_reload' }, 'old pipeline closed; starting the new one');
     else log.info({ event: 'stopped' }, 'stopped');
   }
 
-  /** After a fatal error: parts not started yet are absent. */
-  async afterFatal(p: Partial<RunningParts> & Pick<RunningParts, 'stopTimers' | 'releaseRest'>): Promise<void> {
+  /** After a fatal error: destroy what was started, last first, within FATAL_CLOSE_MS. */
+  async afterFatal(p: Pick<RunningParts, 'stopTimers' | 'unwind'>, err: unknown): Promise<void> {
     const deadline = this.o.clock.now() + FATAL_CLOSE_MS;
     p.stopTimers();
-    p.sender?.stop();
-    p.pipeline?.stop();
-    await this.within(Promise.all([p.spooler?.stop(), p.client?.destroy(), p.replayer?.stop()]), deadline - FATAL_CLOSE_MS / 2);
-    await this.within(p.releaseRest(), deadline);
+    await this.within(p.unwind({ destroy: err }), deadline);
   }
 
   /** Wait for `p` until `deadline` on the clock; false when time ran out (p goes on, unobserved). */

@@ -7,6 +7,7 @@
 // binds) nothing closes on time: open batches grow toward max_bytes instead
 // of becoming more small requests. All on the injected clock.
 import { after, type Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 
 /** Quiet time before the last partial batch of a backlog goes (at most one tick). */
 export const DRAIN_QUIET_MS = 25;
@@ -19,7 +20,7 @@ export interface LingeringBatches {
   closeDrained(quietMs: number, caughtUp: (ds: string) => boolean): void;
 }
 
-export class Linger {
+export class Linger implements LongLived {
   readonly tickMs: number;
   readonly drainQuietMs: number;
   /** Cancels the pending drain check, or null. */
@@ -56,9 +57,14 @@ export class Linger {
     });
   }
 
-  stop(): void {
+  /** No more closing on time (the batches themselves are the batcher's). */
+  async close(): Promise<void> {
     this.stopped = true;
     this.drainCheck?.();
     this.drainCheck = null;
+  }
+
+  destroy(): Promise<void> {
+    return this.close();
   }
 }

@@ -3,11 +3,12 @@
 // there is stale) and removed at stop.
 import { promises as fsp } from 'node:fs';
 import net from 'node:net';
+import type { LongLived } from '../util/lifecycle.js';
 import { CONTROL_SOCKET, MAX_REQUEST_BYTES, MAX_SOCKET_PATH_BYTES, controlSocketPath, type ControlAnswer, type ControlRequest } from './protocol.js';
 
 export type ControlHandler = (req: ControlRequest) => Promise<ControlAnswer>;
 
-export class ControlServer {
+export class ControlServer implements LongLived {
   private readonly sockets = new Set<net.Socket>();
   private closed = false;
 
@@ -41,6 +42,10 @@ export class ControlServer {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await fsp.rm(this.path, { force: true }).catch(() => undefined);
+  }
+
+  destroy(): Promise<void> {
+    return this.close();
   }
 
   private serve(socket: net.Socket, handler: ControlHandler): void {

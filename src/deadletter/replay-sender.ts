@@ -117,7 +117,7 @@ class ReplaySender implements LineSender {
           if (reason === 'token_rejected' || reason === 'workspace_not_found') this.stop(reason, 'budget');
           else if (reason === 'bad_request') {
             a.requestLevel = true;
-            a.sender.stop();
+            void a.sender.close();
           }
         },
         deadLetterLines: async (_root, part, _raw, reason, status) => {
@@ -131,11 +131,11 @@ class ReplaySender implements LineSender {
     if (this.stopReason) return;
     this.stopReason = reason;
     this.events.onStop?.(reason, scope);
-    for (const s of this.live) s.stop();
+    for (const s of this.live) void s.close();
   }
 
   async close(): Promise<void> {
-    for (const s of this.live) s.stop();
+    for (const s of this.live) void s.close();
     await this.engine.close();
   }
 }

@@ -12,6 +12,7 @@ import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { encodeRecord } from './files.js';
+import type { LongLived } from '../util/lifecycle.js';
 
 /** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
 export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error' | 'operator';
@@ -69,7 +70,7 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-export class DeadLetterStore {
+export class DeadLetterStore implements LongLived {
   private totalBytes = 0;
   private addedSinceRecount = 0;
   private pending: Pending[] = [];
@@ -158,6 +159,14 @@ export class DeadLetterStore {
   async flush(): Promise<void> {
     while (this.draining) await this.draining;
   }
+
+  /** Every line added is on disk (each write opens and closes its file: nothing else is held). */
+  close(): Promise<void> {
+    return this.flush();
+  }
+
+  /** Does not wait for the writes under way (a line not yet written is read again from the spool at the next start). */
+  async destroy(): Promise<void> {}
 
   private async drain(): Promise<void> {
     while (this.pending.length > 0) {

@@ -103,7 +103,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
             : reason === 'unexpected_response'
               ? `the API's answer is not the Events API's (a redirect, an unexpected 4xx or a non-JSON 2xx); check api.base_url`
               : `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(o.datasource)} or the token's scope); nothing was dead-lettered`;
-        sender.stop();
+        void sender.close();
       },
       deadLetterLines: async (root, part, raw, reason, status) => {
         // Where each line came from, read back from its file (stdin cannot be: null).
@@ -186,7 +186,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     while (tasks.size > 0) await Promise.allSettled([...tasks]);
   } finally {
     clearInterval(tick);
-    sender.stop();
+    void sender.close();
     await engine.close().catch(() => undefined);
     await o.deadLetters.flush();
   }

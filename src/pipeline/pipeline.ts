@@ -16,6 +16,7 @@ import type { StateStore } from '../state/store.js';
 import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { BodyPool } from './body-pool.js';
 
@@ -31,7 +32,7 @@ export const PIPELINE_SLACK = 2;
 export const MAX_COMPRESSING = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-export class Pipeline {
+export class Pipeline implements LongLived {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
@@ -139,12 +140,17 @@ export class Pipeline {
     return true;
   }
 
-  /** Wait for every task, however long. */
-  async drainAll(): Promise<void> {
+  /**
+   * Take no more batches and wait for every task, however long: the caller
+   * bounds it (a delivery waiting on a park ends when the sender closes).
+   */
+  async close(): Promise<void> {
+    await this.destroy();
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
   }
 
-  stop(): void {
+  /** Take no more batches and release the submitters waiting for room; tasks under way end as the sender ends them. */
+  async destroy(): Promise<void> {
     this.stopping = true;
     for (const w of this.roomWaiters.splice(0)) w();
   }

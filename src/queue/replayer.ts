@@ -10,6 +10,7 @@
 // alike: the loops wait inside the sender, one of them the budget's probe.
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import type { Sender } from '../sender/sender.js';
 import type { RetryQueue } from './retry-queue.js';
 import type { StateWrites } from '../state/acker.js';
@@ -19,11 +20,13 @@ export const REPLAY_CONCURRENCY = 2;
 /** The platform deduplicates a retried partial insert for 5 hours. */
 export const DEDUP_WINDOW_MS = 5 * 60 * 60 * 1000;
 
-export class QueueReplayer {
+export class QueueReplayer implements LongLived {
   private stopped = false;
   private waiters: Array<() => void> = [];
   private loops: Promise<void>[] = [];
   private warnedOld = false;
+  /** destroy(): the deliveries under way end at once. */
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly o: {
@@ -50,10 +53,17 @@ export class QueueReplayer {
     for (const w of this.waiters.splice(0)) w();
   }
 
-  async stop(): Promise<void> {
+  /** Take no more batches; resolves when the deliveries under way have ended (the sender's close ends them). Their batches stay queued. */
+  async close(): Promise<void> {
     this.stopped = true;
     this.poke();
     await Promise.all(this.loops);
+  }
+
+  /** Take no more batches and end the deliveries under way now (a request on the wire is answered first); their batches stay queued. */
+  destroy(): Promise<void> {
+    this.abort.abort();
+    return this.close();
   }
 
   private async loop(): Promise<void> {
@@ -85,7 +95,7 @@ export class QueueReplayer {
           rawLen: rec.header.rawLen,
           lines: rec.header.lines,
         },
-        { leaveWhenDsParked: true },
+        { leaveWhenDsParked: true, signal: this.abort.signal },
       );
       if (result === 'done') {
         // ENOSPC here is the disk_full state, as anywhere: wait for space.

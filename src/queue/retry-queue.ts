@@ -28,6 +28,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
+import type { LongLived } from '../util/lifecycle.js';
 import {
   ACKS_FILE,
   ackKey,
@@ -63,7 +64,7 @@ interface Entry {
   ds?: string;
 }
 
-export class RetryQueue {
+export class RetryQueue implements LongLived {
   private entries: Entry[] = [];
   private writeSeg = 0;
   private writeFh: FileHandle | null = null;
@@ -225,6 +226,11 @@ export class RetryQueue {
     this.totalBytes -= e.len;
     this.live--;
     await this.dropDoneSegments();
+  }
+
+  /** Every append and ack resolved is already fsync'd: closing writes nothing. */
+  destroy(): Promise<void> {
+    return this.close();
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,7 @@ import type { RetryQueue } from '../queue/retry-queue.js';
 import type { StateWrites } from '../state/acker.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import { rangeCrcs, reformBatch } from './reform.js';
 
 /** Where recovered batches go: the pipeline, after waiting for room like the reader. */
@@ -35,7 +36,7 @@ export async function completeQueuedIntents(store: StateStore, queue: Pick<Retry
   rec.intents = rec.intents.filter((i) => !queued.has(i.id));
 }
 
-export class Resender {
+export class Resender implements LongLived {
   private checking: Promise<void> | null = null;
   private checkAgain = false;
   private closed = false;
@@ -97,6 +98,11 @@ export class Resender {
   async close(): Promise<void> {
     this.closed = true;
     await this.checking;
+  }
+
+  /** The same: a check writes its outcome through the state store, which a destroyed agent no longer flushes. */
+  destroy(): Promise<void> {
+    return this.close();
   }
 
   private async recoverUnreadableQueued(): Promise<void> {

@@ -11,18 +11,21 @@ import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import { clientOptionsFrom, senderSettingsFrom } from './from-config.js';
 import { EventsClient } from './http-client.js';
 import type { RateLimiter } from './limiter.js';
 import { createLimiter } from './limiter-factory.js';
 import { Sender, type SenderHooks, type SenderOptions } from './sender.js';
 
-export interface DeliveryEngine {
+export interface DeliveryEngine extends LongLived {
   client: EventsClient;
   limiter: RateLimiter;
   codec: Codec;
   /** Let requests under way finish, then close the connections and the budget. */
   close(): Promise<void>;
+  /** Cut the connections (requests on them end with an error), close the budget. */
+  destroy(): Promise<void>;
 }
 
 export interface EngineContext {
@@ -55,6 +58,10 @@ export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Pro
     async close() {
       await client.close();
       await limiter.close();
+    },
+    async destroy() {
+      await client.destroy();
+      await limiter.destroy();
     },
   };
 }

@@ -7,6 +7,7 @@
 // when its first batch goes to compression, so the module loads on the main
 // thread while the threadpool compresses instead of before any file is read.
 import { readFileSync } from 'node:fs';
+import type { LongLived } from '../util/lifecycle.js';
 import type { Pool } from 'undici';
 
 export type SendOutcome =
@@ -46,7 +47,7 @@ export interface EventsClientOptions {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
-export class EventsClient {
+export class EventsClient implements LongLived {
   private poolP: Promise<Pool> | null = null;
   private readonly origin: string;
   private readonly basePath: string;
@@ -81,7 +82,8 @@ export class EventsClient {
     return this.poolP;
   }
 
-  async post(ds: string, body: Buffer, contentEncoding: string | null): Promise<SendOutcome> {
+  /** `cut` ends the request where it is (its sender is destroyed): an error outcome, code ABORTED. */
+  async post(ds: string, body: Buffer, contentEncoding: string | null, cut?: AbortSignal): Promise<SendOutcome> {
     const pool = await this.pool();
     const query = `name=${encodeURIComponent(ds)}&wait=${this.opts.wait ? 'true' : 'false'}`;
     const headers: Record<string, string> = {
@@ -89,7 +91,8 @@ export class EventsClient {
       'content-type': 'application/x-ndjson',
     };
     if (contentEncoding) headers['content-encoding'] = contentEncoding;
-    const signal = AbortSignal.timeout(this.opts.timeoutMs);
+    const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+    const signal = cut ? AbortSignal.any([timeout, cut]) : timeout;
     try {
       const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body, signal });
       const { text, truncated } = await readBounded(res.body, MAX_ANSWER_BYTES);
@@ -108,14 +111,20 @@ export class EventsClient {
         bodyTruncated: truncated,
       };
     } catch (err) {
-      return errorOutcome(err, signal.aborted);
+      if (cut?.aborted && !timeout.aborted) return { kind: 'error', code: 'ABORTED', timeout: false, message: 'request cut: the sender was destroyed' };
+      return errorOutcome(err, timeout.aborted);
     }
   }
 
+  /** Requests under way are answered, then the connections close. Idempotent, also after destroy(). */
   async close(): Promise<void> {
-    if (this.poolP) await (await this.poolP).close();
+    if (!this.poolP) return;
+    const pool = await this.poolP;
+    // undici refuses to close a destroyed pool; closing a closed one waits for it.
+    if (!pool.destroyed) await pool.close();
   }
 
+  /** Requests under way end with an error, the connections are cut. Idempotent. */
   async destroy(): Promise<void> {
     if (this.poolP) await (await this.poolP).destroy();
   }

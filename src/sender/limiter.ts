@@ -8,8 +8,9 @@
 // window: with 2 % a loaded 2-core machine showed 101-104.
 import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 
-export interface RateLimiter {
+export interface RateLimiter extends LongLived {
   /** Resolves when one request may start. */
   acquire(): Promise<void>;
   /**
@@ -17,7 +18,6 @@ export interface RateLimiter {
    * itself; a shared budget also pauses every other agent of the budget.
    */
   pause(ms: number): void;
-  close(): Promise<void>;
 }
 
 export const SPACING_MARGIN = 1.05;
@@ -68,6 +68,10 @@ export function createLocalLimiter(requestsPerSecond: number, clock: Clock = sys
       closed = true;
       stop.abort();
       for (const w of queue.splice(0)) w.fail(new LimiterClosedError());
+    },
+    // Waiters fail at once either way.
+    destroy() {
+      return this.close();
     },
   };
 }

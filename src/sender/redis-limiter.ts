@@ -126,6 +126,11 @@ export class RedisLimiter implements RateLimiter {
     void this.budget?.pause(ms);
   }
 
+  /** The Redis connections are closed either way (the budget's slots expire by themselves). */
+  destroy(): Promise<void> {
+    return this.close();
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;

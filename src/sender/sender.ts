@@ -14,11 +14,12 @@
 import { setMaxListeners } from 'node:events';
 import { decodeBody, type Codec } from '../codec/index.js';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
 import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
 import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
 import { Notifier } from './notifier.js';
-import { Park } from './park.js';
+import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
 
 /** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
@@ -148,6 +149,8 @@ export interface DeliverOptions {
    * whole batch goes back; a batch already being cut waits as before.
    */
   leaveWhenDsParked?: boolean;
+  /** Ends this delivery's waits ('aborted'), as close() does for every delivery: the caller is being destroyed. A request on the wire is answered (or times out) first. */
+  signal?: AbortSignal;
   /**
    * No attempt of this batch was ever made (not a queued or re-formed one):
    * it may be cut to the learned 413 limit before it is sent, since nothing
@@ -208,7 +211,7 @@ interface Ctx {
   since: number;
 }
 
-export class Sender {
+export class Sender implements LongLived {
   readonly budgetPark: Park<BudgetParkReason>;
   private readonly dsParks = new Map<string, Park<DsParkReason>>();
   /** Per Data Source: when the token was last accepted for it, and last refused (403). */
@@ -228,6 +231,8 @@ export class Sender {
   private parkDetail: string | null = null;
   private pausedUntil = 0;
   private stopping = false;
+  /** destroy(): requests on the wire end at once. */
+  private readonly cut = new AbortController();
   /** Deliveries under way, by batch id. */
   private readonly active = new Map<number, Ctx>();
   /** Attempts per batch id, kept across a deferral to the disk queue until the batch is done. */
@@ -329,11 +334,23 @@ export class Sender {
     return this.notifier.wait(this.o.clock, ms);
   }
 
-  /** No new attempts; waiting batches return 'aborted' (their intents stay for the next start). */
-  stop(): void {
+  /**
+   * No new attempts: waiting deliveries end 'aborted' at once (their batches
+   * stay journal intents or queued, for the next start). Resolves when every
+   * delivery has ended: a request on the wire is answered, or cut by the
+   * client's destroy. The sender holds nothing else.
+   */
+  async close(): Promise<void> {
     this.stopping = true;
     for (const ctx of this.active.values()) ctx.ac.abort();
     this.notifier.notify();
+    while (this.active.size > 0) await this.notifier.wait(this.o.clock, PARK_PROBE_INTERVAL_MS);
+  }
+
+  /** As close(), and the requests on the wire are cut: their batches' outcome is unknown, and they are sent again. */
+  destroy(): Promise<void> {
+    this.cut.abort();
+    return this.close();
   }
 
   /** The batches being delivered now, oldest first. */
@@ -393,7 +410,12 @@ export class Sender {
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
     const ctx = newCtx(root, opts, this.o.clock.now());
-    if (this.stopping) ctx.ac.abort();
+    if (this.stopping || opts.signal?.aborted) ctx.ac.abort();
+    const onAbort = () => {
+      ctx.ac.abort();
+      this.notifier.notify();
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     this.active.set(root.id, ctx);
     let result: DeliveryResult = 'aborted';
     try {
@@ -418,6 +440,7 @@ export class Sender {
         if (this.stopping) return 'aborted';
       }
     } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
       this.releaseDsProbe(ctx);
       this.active.delete(root.id);
       ctx.result = result;
@@ -677,7 +700,7 @@ export class Sender {
       if (ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe)) return null;
       const started = performance.now();
       const startedAt = this.o.clock.now();
-      const outcome = await this.o.client.post(part.ds, part.body, part.encoding);
+      const outcome = await this.o.client.post(part.ds, part.body, part.encoding, this.cut.signal);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
       this.concurrency.onAnswer(this.o.clock.now() - startedAt, answerKind(outcome));

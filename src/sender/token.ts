@@ -3,10 +3,11 @@
 // a Kubernetes Secret update swaps a symlink and inotify misses it).
 import { promises as fsp } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import type { LongLived } from '../util/lifecycle.js';
 
 export const TOKEN_POLL_MS = 2000;
 
-export class TokenSource {
+export class TokenSource implements LongLived {
   private value: string;
   private stamp = '';
   private timer: NodeJS.Timeout | null = null;
@@ -66,8 +67,13 @@ export class TokenSource {
     this.timer.unref();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  destroy(): Promise<void> {
+    return this.close();
   }
 }
 

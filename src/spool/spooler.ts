@@ -8,6 +8,7 @@
 import type { FSWatcher } from 'chokidar';
 import type { SeenStat } from '../state/store.js';
 import { every } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import { collectFinished } from './completion.js';
 import { Discovery } from './discovery.js';
 import { KnownFiles } from './known-files.js';
@@ -33,7 +34,7 @@ const SCAN_GAP_FACTOR = 4;
  */
 const SAFETY_SCAN_FACTOR = 100;
 
-export class Spooler {
+export class Spooler implements LongLived {
   private readonly tailers = new Tailers();
   private readonly discovery: Discovery;
   private readonly reader: ReadLoop;
@@ -60,14 +61,19 @@ export class Spooler {
     this.loop = this.run();
   }
 
-  /** Stop reading (SIGTERM): the loop finishes its current chunk and returns. */
-  async stop(): Promise<void> {
+  /** Stop reading (SIGTERM): the loop finishes its current chunk and returns; the files are closed. */
+  async close(): Promise<void> {
     this.stopped = true;
     this.stopRescan?.();
     this.wakeLoop?.();
     await this.watcher?.close();
     await this.loop;
     for (const t of this.tailers.values()) await t.closeFd();
+  }
+
+  /** Reading is all in this process: nothing to abandon but the current chunk. */
+  destroy(): Promise<void> {
+    return this.close();
   }
 
   /** Something may have changed in the spool: scan before the next read round. */

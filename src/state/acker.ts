@@ -12,6 +12,7 @@
 import type { Logger } from '../log.js';
 import { after, type Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
+import { DestroyedError, type LongLived } from '../util/lifecycle.js';
 
 /** A failed state write (disk full, state_dir unwritable) is tried again this often. */
 export const STATE_RETRY_MS = 1000;
@@ -50,12 +51,13 @@ export interface AckerEvents {
   onFatal(err: unknown): void;
 }
 
-export class Acker implements StateWrites {
+export class Acker implements StateWrites, LongLived {
   /** From a state write or a journal group commit; cleared by the next one that works. */
   private writeFault: StateFault = null;
   /** From the checkpoint; cleared by the next checkpoint that works. */
   private checkpointFault: StateFault = null;
   private checkpointing: Promise<void> | null = null;
+  private destroyed = false;
   /** The first tick with anything journaled checkpoints at once. */
   private lastCheckpointAt = Number.NEGATIVE_INFINITY;
   /** Cancels the pending journal flush retry, or null. */
@@ -93,7 +95,9 @@ export class Acker implements StateWrites {
         if (!fault) throw err;
         failed = true;
         this.setWriteFault(fault);
+        if (this.destroyed) throw new DestroyedError('the acker');
         await this.o.clock.sleep(STATE_RETRY_MS);
+        if (this.destroyed) throw new DestroyedError('the acker');
       }
     }
   }
@@ -149,6 +153,12 @@ export class Acker implements StateWrites {
     this.flushRetry?.();
     this.flushRetry = null;
     await this.checkpointing;
+  }
+
+  /** As close(), and state writes waiting out a full or read-only state_dir give up (DestroyedError). */
+  destroy(): Promise<void> {
+    this.destroyed = true;
+    return this.close();
   }
 
   private setWriteFault(f: StateFault): void {

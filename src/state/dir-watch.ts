@@ -9,6 +9,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../util/clock.js';
+import type { LongLived } from '../util/lifecycle.js';
 import { LOCK_FILE } from './lock.js';
 
 export const STATE_DIR_CHECK_MS = 1000;
@@ -20,7 +21,7 @@ interface Identity {
 
 export type StateDirLoss = { what: 'state_dir' | 'lock_file'; how: 'removed' | 'replaced'; path: string };
 
-export class StateDirWatch {
+export class StateDirWatch implements LongLived {
   private readonly stop = new AbortController();
   private loop: Promise<void> | null = null;
 
@@ -66,6 +67,10 @@ export class StateDirWatch {
   async close(): Promise<void> {
     this.stop.abort();
     await this.loop;
+  }
+
+  destroy(): Promise<void> {
+    return this.close();
   }
 }
 

@@ -221,4 +221,13 @@ export class JournalWriter {
     await this.fh?.close();
     this.fh = null;
   }
+
+  /** Close the file without writing the records still buffered (the next start replays what is on disk). */
+  async destroy(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const fh = this.fh;
+    this.fh = null;
+    await fh?.close().catch(() => undefined);
+  }
 }

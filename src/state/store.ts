@@ -20,6 +20,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { atomicWrite } from '../util/fsx.js';
+import type { LongLived } from '../util/lifecycle.js';
 import { JournalWriter, journalPath, listJournals, type FileMeta, type QueuedIntent, type RangeRecord } from './journal.js';
 import { CHECKPOINT_VERSION, encodeCheckpoint } from './checkpoint-format.js';
 import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
@@ -69,7 +70,7 @@ export interface StateStoreOptions {
   relocate: FileRelocator;
 }
 
-export class StateStore {
+export class StateStore implements LongLived {
   /** Written only through this store's methods and the batcher's claims (`claims`). */
   private readonly progress = new Progress();
   private readonly intents = new Map<number, IntentInfo>();
@@ -239,8 +240,14 @@ export class StateStore {
     this.seenNow = fn;
   }
 
+  /** The journal's buffered records are written and the file closed (a checkpoint is the caller's: the acker's, the stop's). */
   async close(): Promise<void> {
     await this.journal.close();
+  }
+
+  /** The journal file is closed without writing what is buffered: the next start recovers from what is on disk. */
+  async destroy(): Promise<void> {
+    await this.journal.destroy();
   }
 
   private snapshot(journalSeq: number, prevSeq: number): CheckpointFile {

@@ -39,20 +39,28 @@ describe('a start that fails late', () => {
 });
 
 describe('StartedParts', () => {
-  it('releases last started first, and a release that fails does not stop the others', async () => {
-    const { StartedParts } = await import('../../src/agent/lifecycle.js');
+  it('ends the parts last started first, each once, and one that fails does not stop the others', async () => {
+    const { StartedParts, partOf } = await import('../../src/agent/lifecycle.js');
     const parts = new StartedParts();
-    const released: string[] = [];
-    parts.add('lock', () => released.push('lock'));
-    parts.add('queue', async () => {
-      released.push('queue');
-      throw new Error('close failed');
-    });
-    parts.add('client', () => released.push('client'));
-    const failures = await parts.unwind();
-    expect(released).toEqual(['client', 'queue', 'lock']);
-    expect(failures.map((f) => [f.name, String(f.err)])).toEqual([['queue', 'Error: close failed']]);
-    expect(await parts.unwind()).toEqual([]); // each part once
-    expect(released).toHaveLength(3);
+    const ended: string[] = [];
+    const part = (name: string, fail = false) =>
+      partOf(
+        () => ended.push(`close ${name}`),
+        async (err) => {
+          ended.push(`destroy ${name} (${String(err)})`);
+          if (fail) throw new Error('destroy failed');
+        },
+      );
+    parts.add('lock', part('lock'));
+    parts.add('queue', part('queue', true));
+    parts.add('client', part('client'));
+    const failures = await parts.unwind({ destroy: 'start failed' });
+    expect(ended).toEqual(['destroy client (start failed)', 'destroy queue (start failed)', 'destroy lock (start failed)']);
+    expect(failures.map((f) => [f.name, String(f.err)])).toEqual([['queue', 'Error: destroy failed']]);
+    expect(await parts.unwind('close')).toEqual([]); // each part once
+    expect(ended).toHaveLength(3);
+    parts.add('admin', part('admin'));
+    await parts.unwind('close');
+    expect(ended.at(-1)).toBe('close admin');
   });
 });

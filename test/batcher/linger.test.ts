@@ -52,7 +52,7 @@ describe('Linger', () => {
     await settle();
     expect(s.calls).toEqual([`drained ${DRAIN_QUIET_MS} true`]);
     s.linger.readerIdle();
-    s.linger.stop();
+    await s.linger.close();
     s.clock.advance(DRAIN_QUIET_MS);
     await settle();
     expect(s.calls).toHaveLength(1);

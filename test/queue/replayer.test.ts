@@ -9,7 +9,7 @@ import { RetryQueue } from '../../src/queue/retry-queue.js';
 import { tempDir } from '../pipeline/helpers.js';
 import { harness, lines, settle, type Harness } from '../sender/helpers.js';
 
-async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: number[]; stop: () => Promise<void> }> {
+async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: number[]; replayer: QueueReplayer }> {
   const delivered: number[] = [];
   const replayer = new QueueReplayer({
     queue,
@@ -25,7 +25,7 @@ async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: 
     },
   });
   replayer.start();
-  return { delivered, stop: () => replayer.stop() };
+  return { delivered, replayer };
 }
 
 async function enqueue(h: Harness, queue: RetryQueue, ds: string, id: number): Promise<void> {
@@ -66,8 +66,35 @@ describe('QueueReplayer: parked Data Sources', () => {
       expect(h.parks.at(-1)).toEqual({ scope: 'gone', reason: null });
     } finally {
       // The sender first: a replayed delivery waiting inside it ends 'aborted'.
-      h.sender.stop();
-      await r.stop();
+      void h.sender.close();
+      await r.replayer.close();
+      await queue.close();
+    }
+  });
+});
+
+describe('QueueReplayer: destroy', () => {
+  it('ends a delivery waiting inside the sender at once, while the sender stays open; the batch stays queued', async () => {
+    // A failed start destroys the replayer before the sender (last started, first ended).
+    const h = await harness();
+    h.token.value = 'revoked';
+    const queue = await RetryQueue.open(await tempDir(), 1e9, () => undefined);
+    await enqueue(h, queue, 'a', 1);
+    const r = await replayerFor(h, queue);
+    try {
+      await settle(() => h.parks.some((p) => p.reason === 'token_rejected') && h.clock.waiting > 0, 'the queued batch waiting in the budget park');
+      await r.replayer.destroy();
+      expect(r.delivered).toEqual([]);
+      expect(queue.batches).toBe(1);
+      // The sender was not closed: a batch delivered directly still goes (and waits in the same park).
+      const direct = h.sender.deliver(await h.batch('a', lines('b', 1)));
+      await settle(() => h.clock.waiting > 0, 'the direct delivery waiting');
+      h.token.value = h.emu.token;
+      h.sender.wake();
+      expect(await direct).toBe('done');
+    } finally {
+      void h.sender.close();
+      await r.replayer.close();
       await queue.close();
     }
   });

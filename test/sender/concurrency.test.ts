@@ -118,6 +118,7 @@ describe('slots reserved ahead of the rate budget', () => {
         }),
       pause: () => undefined,
       close: async () => undefined,
+      destroy: async () => undefined,
     };
     const noop = () => undefined;
     const codec = createCodec('none', 0);

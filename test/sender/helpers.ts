@@ -70,7 +70,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     maxBytes: opts.maxBytes ?? 10_000_000,
     hooks,
   });
-  cleanups.push(async () => sender.stop());
+  cleanups.push(() => sender.close());
   let nextId = 1;
   const h: Harness = {
     emu,

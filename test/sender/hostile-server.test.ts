@@ -116,7 +116,7 @@ async function scripted(answers: Answer[], fallback: Answer = { status: 200, bod
       onOddAnswer: (what) => odd.push(what),
     },
   });
-  cleanups.push(async () => sender.stop());
+  cleanups.push(() => sender.close());
   let id = 1;
   const batch = (n: number) => {
     const raw = Buffer.from(Array.from({ length: n }, (_, i) => `{"i":${i}}\n`).join(''));

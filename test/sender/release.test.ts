@@ -80,7 +80,7 @@ describe('Sender.release', () => {
     h.token.value = 'revoked';
     const done = h.sender.deliver(await h.batch('ds', lines('a', 4), 9));
     await settle(() => h.clock.waiting > 0, 'waiting while parked');
-    h.sender.stop();
+    void h.sender.close();
     expect(await done).toBe('aborted');
     expect(h.sender.release(9)).toBeNull();
     expect(h.deadLetters).toEqual([]);

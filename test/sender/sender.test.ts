@@ -165,7 +165,7 @@ describe('Sender: README "How each server answer is handled" answers against the
     expect(h.parks[0]).toEqual({ scope: 'ds', reason: 'bad_request' });
     expect(h.sent.length).toBeLessThanOrEqual(1 + 4 + 1);
     expect(h.deadLetters).toEqual([]);
-    h.sender.stop();
+    void h.sender.close();
     expect(await done).toBe('aborted');
   });
 
@@ -264,7 +264,7 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     const a = h.sender.deliver(await h.batch('a', lines('a2', 2)));
     await settle(() => h.parks.length === 2, 'the budget parked');
     expect(h.parks[1]).toEqual({ scope: 'budget', reason: 'token_rejected' });
-    h.sender.stop();
+    void h.sender.close();
     expect(await a).toBe('aborted');
     expect(await b).toBe('aborted');
   });

@@ -23,7 +23,7 @@ describe('spooler idle', () => {
     await writeFile(path.join(spool, 'ev', 'b.ndjson'), body);
     spooler.start();
     await firstIdle;
-    await spooler.stop();
+    await spooler.close();
     expect(seen.length).toBeGreaterThan(0);
     for (const s of seen) expect(s).toEqual({ caughtUp: true, handedOver: 2 * Buffer.byteLength(body) });
   });

@@ -118,7 +118,7 @@ class Daemon {
       // A fatal error: close what can be closed without writing more state
       // (bounded: Agent.destroy), then exit 1; the next start recovers from
       // what is on disk.
-      await this.agent.destroy();
+      await this.agent.destroy(this.fatalError);
       this.log.fatal({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
       return EXIT_FAILURE;
     }
