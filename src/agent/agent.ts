@@ -5,8 +5,9 @@
 // The daemon: builds discovery -> tailer -> batcher -> pipeline (intent +
 // compression) -> sender -> acker, the disk retry queue and its replayer,
 // recovery, the admin server and the control socket; starts them in order,
-// each on a stack (lifecycle.ts) that a failed start unwinds last first;
-// stops them on the clock within shutdown_timeout_ms (stop.ts).
+// each on a stack (lifecycle.ts) that a failed start or a fatal error
+// destroys last first; stops them on the clock within shutdown_timeout_ms
+// (stop.ts). What the parts tell operators is observe/'s.
 import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
@@ -19,7 +20,6 @@ import { AdminServer, type Readiness } from '../admin/server.js';
 import type { EventsClient } from '../sender/http-client.js';
 import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
 import { inFlightCeiling } from '../sender/from-config.js';
-import type { RateLimiter } from '../sender/limiter.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
 import { Admission } from '../spool/admission.js';
@@ -29,6 +29,8 @@ import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
+import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
+import { deadLetterDropped, queueRecordSkipped, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
@@ -67,7 +69,6 @@ export class Agent {
   private store!: StateStore;
   private deadLetters!: DeadLetterStore;
   private sender!: Sender;
-  private limiter!: RateLimiter;
   private engine!: DeliveryEngine;
   private client!: EventsClient;
   private batcher!: Batcher;
@@ -193,26 +194,20 @@ export class Agent {
       log,
       stateDir: c.state_dir,
       events: {
-        onFaultsChange: (faults) => {
-          for (const reason of ['disk_full', 'state_dir_unwritable'] as const) metrics.parked.set({ reason }, faults.has(reason) ? 1 : 0);
-        },
+        onFaultsChange: stateFaultGauge(metrics),
         onFatal: (err) => this.fatal(err),
       },
     });
     this.parts.add('acker', this.acker);
     reportRecovery(this.store.recovery, c.state_dir, log);
-    this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), (input) => {
-      metrics.deadLetterDropped.inc();
-      metrics.linesLost.inc({ datasource: input.datasource, reason: 'dead_letter_full' });
-      log.error({ datasource: input.datasource, reason: input.reason, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
-    });
+    this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), deadLetterDropped(metrics, log, c.dead_letter.max_bytes));
     await this.deadLetters.open();
     this.parts.add('dead-letter store', this.deadLetters);
-    this.queue = await RetryQueue.open(path.join(c.state_dir, 'queue'), c.queue.max_bytes, (what) => {
-      metrics.queueCorrupt.inc();
-      log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
-      this.resender?.checkQueue();
-    });
+    this.queue = await RetryQueue.open(
+      path.join(c.state_dir, 'queue'),
+      c.queue.max_bytes,
+      queueRecordSkipped(metrics, log, () => this.resender?.checkQueue()),
+    );
     this.parts.add('retry queue', this.queue);
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
     if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
@@ -237,10 +232,7 @@ export class Agent {
       }
     }
     this.apiUrl = baseUrl;
-    this.token.watch(() => {
-      log.info({ event: 'token_changed' }, 'token file changed; retrying parked requests');
-      this.sender.wake();
-    });
+    this.token.watch(tokenChanged(log, () => this.sender.wake()));
     this.parts.add('token watch', this.token);
     this.engine = await openDelivery(c, {
       baseUrl,
@@ -251,7 +243,6 @@ export class Agent {
       clock: this.clock,
     });
     this.client = this.engine.client;
-    this.limiter = this.engine.limiter;
     this.parts.add('delivery engine', this.engine);
     return baseUrl;
   }
@@ -318,10 +309,7 @@ export class Agent {
         this.pipeline.deadLetter(input, key, entry, () =>
           this.counts.add('dead_letters_written', { datasource: input.datasource, reason: input.reason }, 1, 'lines moved to the dead-letter store by the reader (spoolship dead-letter list shows them)'),
         ),
-      onLinesRead: (ds, lines, bytes) => {
-        metrics.linesRead.inc({ datasource: ds }, lines);
-        metrics.bytesRead.inc({ datasource: ds }, bytes);
-      },
+      onLinesRead: linesRead(metrics),
     });
   }
 
@@ -334,7 +322,7 @@ export class Agent {
       sourceBases: router.sourceBases(),
       exclude: c.spool.exclude,
       followSymlinks: c.spool.follow_symlinks,
-      onSkippedLink: (file, target, why) => log.warn({ event: 'symlink_skipped', file, target, why }, 'a symlink in the spool is not followed'),
+      onSkippedLink: symlinkSkipped(log),
     });
     return new Spooler({
       router,
@@ -349,16 +337,7 @@ export class Agent {
       rescanMs: deps.rescanMs ?? 1000,
       waitForRoom: () => this.pipeline.waitForRoom(),
       watch: deps.watch ?? true,
-      events: {
-        onDiscovered: (ds, file) => log.info({ event: 'file_discovered', datasource: ds, file }, 'file discovered'),
-        onTruncated: (ds, file) => {
-          metrics.truncations.inc();
-          log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
-        },
-        onIdle: () => this.linger.readerIdle(),
-        onLayout: (layout) => this.layout.report(layout),
-        onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
-      },
+      events: spoolEvents({ log, metrics, onIdle: () => this.linger.readerIdle(), onLayout: (layout) => this.layout.report(layout) }),
     });
   }
 

@@ -1,0 +1,34 @@
+// What the reading side tells operators: one log event per file discovered,
+// truncated (copytruncate) or finished, a symlink not followed, the spool's
+// layout changes (spool/layout.ts), and the lines and bytes read.
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { SpoolLayout } from '../spool/layout.js';
+import type { SpoolerEvents } from '../spool/options.js';
+
+export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => void; onLayout: (layout: SpoolLayout) => void }): SpoolerEvents {
+  const { log, metrics } = o;
+  return {
+    onDiscovered: (ds, file) => log.info({ event: 'file_discovered', datasource: ds, file }, 'file discovered'),
+    onTruncated: (ds, file) => {
+      metrics.truncations.inc();
+      log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
+    },
+    onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
+    onIdle: o.onIdle,
+    onLayout: o.onLayout,
+  };
+}
+
+/** spool.follow_symlinks: a link not followed (its target outside the spool, or a loop). */
+export function symlinkSkipped(log: Logger): (file: string, target: string | null, why: string) => void {
+  return (file, target, why) => log.warn({ event: 'symlink_skipped', file, target, why }, 'a symlink in the spool is not followed');
+}
+
+/** The batcher took lines of a Data Source. */
+export function linesRead(metrics: Metrics): (ds: string, lines: number, bytes: number) => void {
+  return (ds, lines, bytes) => {
+    metrics.linesRead.inc({ datasource: ds }, lines);
+    metrics.bytesRead.inc({ datasource: ds }, bytes);
+  };
+}

@@ -1,0 +1,40 @@
+// What the state side tells operators: the parked gauge for a full or
+// unwritable state_dir (the acker's faults), a line the full dead-letter
+// store could not keep, a queue record skipped as torn or corrupt, and a
+// changed token file.
+import type { DeadLetterInput } from '../deadletter/store.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { StateFault } from '../state/acker.js';
+
+export function stateFaultGauge(metrics: Metrics): (faults: ReadonlySet<Exclude<StateFault, null>>) => void {
+  return (faults) => {
+    for (const reason of ['disk_full', 'state_dir_unwritable'] as const) metrics.parked.set({ reason }, faults.has(reason) ? 1 : 0);
+  };
+}
+
+/** dead_letter.max_bytes reached: the line is lost, counted and logged. */
+export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: number): (input: DeadLetterInput) => void {
+  return (input) => {
+    metrics.deadLetterDropped.inc();
+    metrics.linesLost.inc({ datasource: input.datasource, reason: 'dead_letter_full' });
+    log.error({ datasource: input.datasource, reason: input.reason, max_bytes: maxBytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
+  };
+}
+
+/** A torn or corrupt queue record: counted, logged, and `readAgain` looks for its lines in the spool. */
+export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void): (what: string) => void {
+  return (what) => {
+    metrics.queueCorrupt.inc();
+    log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
+    readAgain();
+  };
+}
+
+/** api.token_file changed: parked requests are tried again at once. */
+export function tokenChanged(log: Logger, retryParked: () => void): () => void {
+  return () => {
+    log.info({ event: 'token_changed' }, 'token file changed; retrying parked requests');
+    retryParked();
+  };
+}
