@@ -6,9 +6,14 @@
 // spoolship_parked{reason="disk_full"|"state_dir_unwritable"} read it. Any
 // other write error is fatal: the next start recovers from what is on disk.
 //
-// It also times the checkpoint: every CHECKPOINT_EVERY_MS when anything was
-// journaled (or the last one failed), sooner when the journals pass
-// CHECKPOINT_JOURNAL_BYTES.
+// It also times the checkpoint. A checkpoint rewrites the whole state (6 MB
+// of JSON for 20,000 files), the journal only what changed, so compacting
+// costs in proportion to what was journaled: at most every
+// CHECKPOINT_EVERY_MS, once the journals hold CHECKPOINT_JOURNAL_SHARE of the
+// last checkpoint's size (at once for a small state); anything journaled is
+// compacted within CHECKPOINT_MAX_EVERY_MS, and at once when the journals
+// pass CHECKPOINT_JOURNAL_BYTES. A failed checkpoint is tried again every
+// CHECKPOINT_EVERY_MS.
 import type { Logger } from '../log.js';
 import { after, type Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
@@ -16,8 +21,12 @@ import { DestroyedError, type LongLived } from '../util/lifecycle.js';
 
 /** A failed state write (disk full, state_dir unwritable) is tried again this often. */
 export const STATE_RETRY_MS = 1000;
-/** Compact the journal into the checkpoint this often (when anything was journaled). */
+/** Compact the journal into the checkpoint at most this often (but see CHECKPOINT_JOURNAL_BYTES)... */
 export const CHECKPOINT_EVERY_MS = 5000;
+/** ...once the journals hold this share of the last checkpoint's bytes... */
+export const CHECKPOINT_JOURNAL_SHARE = 0.25;
+/** ...and anything journaled at least this often, whatever its size. */
+export const CHECKPOINT_MAX_EVERY_MS = 60_000;
 /** ...or as soon as the journals hold this much. */
 export const CHECKPOINT_JOURNAL_BYTES = 64 * 1024 * 1024;
 
@@ -39,6 +48,8 @@ export interface StateWrites {
 export interface CheckpointedState {
   /** Bytes journaled since the last checkpoint. */
   readonly journalBytes: number;
+  /** Size of the last checkpoint written (or read at start); 0 when none. */
+  readonly checkpointBytes: number;
   /** Write the buffered journal records (a group commit). */
   flush(): Promise<void>;
   checkpoint(): Promise<void>;
@@ -131,7 +142,12 @@ export class Acker implements StateWrites, LongLived {
     // of JSON, every 5 s while idle).
     const journaled = this.state.journalBytes;
     if (journaled === 0 && this.checkpointFault === null) return;
-    if (now - this.lastCheckpointAt < CHECKPOINT_EVERY_MS && journaled <= CHECKPOINT_JOURNAL_BYTES) return;
+    const since = now - this.lastCheckpointAt;
+    const due =
+      journaled > CHECKPOINT_JOURNAL_BYTES ||
+      since >= CHECKPOINT_MAX_EVERY_MS ||
+      (since >= CHECKPOINT_EVERY_MS && (this.checkpointFault !== null || journaled >= this.state.checkpointBytes * CHECKPOINT_JOURNAL_SHARE));
+    if (!due) return;
     this.lastCheckpointAt = now;
     this.checkpointing = this.state
       .checkpoint()

@@ -79,6 +79,7 @@ export class StateStore implements LongLived {
   private journal!: JournalWriter;
   private seq = 0;
   private prevSeq = 0;
+  private lastCheckpointBytes = 0;
   recovery!: Recovery;
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
   private readonly seen = new Map<string, SeenStat>();
@@ -175,6 +176,11 @@ export class StateStore implements LongLived {
     return this.journal.bytes;
   }
 
+  /** Size of the last checkpoint written, or read at start (0: none): the acker compacts in proportion to it. */
+  get checkpointBytes(): number {
+    return this.lastCheckpointBytes;
+  }
+
   /** Flush acks now (graceful stop, tests). */
   async flush(): Promise<void> {
     await this.journal.flush();
@@ -189,9 +195,10 @@ export class StateStore implements LongLived {
     // From here on records go to the new journal; the snapshot below covers
     // everything appended to the old one.
     this.journal = next;
-    const snapshot = this.snapshot(newSeq, this.seq);
+    const encoded = encodeCheckpoint(this.snapshot(newSeq, this.seq));
     await old.close();
-    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), encodeCheckpoint(snapshot));
+    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), encoded);
+    this.lastCheckpointBytes = Buffer.byteLength(encoded);
     const keepFrom = this.seq;
     this.prevSeq = this.seq;
     this.seq = newSeq;
@@ -287,6 +294,7 @@ export class StateStore implements LongLived {
     const dir = this.opts.stateDir;
     await fsp.mkdir(dir, { recursive: true });
     const replayed = await replayState(dir, this.progress, { repair: true });
+    this.lastCheckpointBytes = (await fsp.stat(path.join(dir, CHECKPOINT_FILE)).catch(() => null))?.size ?? 0;
     this.nextId = replayed.nextId;
     for (const [id, i] of replayed.intents) this.intents.set(id, i);
     for (const [id, q] of replayed.queued) this.queued.set(id, q);

@@ -3,7 +3,7 @@
 // gauge, and the checkpoint's timing.
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log.js';
-import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
+import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, CHECKPOINT_JOURNAL_SHARE, CHECKPOINT_MAX_EVERY_MS, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 function errno(code: string): NodeJS.ErrnoException {
@@ -15,7 +15,7 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 }
 
-function setup(state: Partial<CheckpointedState> & { journalBytes?: number } = {}) {
+function setup(state: Partial<CheckpointedState> & { journalBytes?: number; checkpointBytes?: number } = {}) {
   const clock = new ManualClock();
   const events: Array<Record<string, unknown>> = [];
   const logAt = (level: string) => (o: Record<string, unknown>) => events.push({ level, ...o });
@@ -24,6 +24,7 @@ function setup(state: Partial<CheckpointedState> & { journalBytes?: number } = {
   const fatals: unknown[] = [];
   const store = {
     journalBytes: state.journalBytes ?? 0,
+    checkpointBytes: state.checkpointBytes ?? 0,
     flush: state.flush ?? (async () => undefined),
     checkpoint: state.checkpoint ?? (async () => undefined),
   };
@@ -136,6 +137,33 @@ describe('Acker', () => {
     s.acker.tick();
     await settle();
     expect(checkpoints, 'the journals passed their bound').toBe(3);
+  });
+
+  it('with a large state (20,000 files), waits until the journals hold a share of the last checkpoint, or CHECKPOINT_MAX_EVERY_MS', async () => {
+    let checkpoints = 0;
+    const big = 6_000_000;
+    const s = setup({ checkpointBytes: big, journalBytes: 10, checkpoint: async () => void checkpoints++ });
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'the first tick with something journaled').toBe(1);
+    s.store.journalBytes = 100_000;
+    s.clock.advance(CHECKPOINT_EVERY_MS);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'a 6 MB rewrite for 100 KB of journal waits').toBe(1);
+    s.store.journalBytes = Math.ceil(big * CHECKPOINT_JOURNAL_SHARE);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'the journals hold their share of the checkpoint').toBe(2);
+    s.store.journalBytes = 10;
+    s.clock.advance(CHECKPOINT_MAX_EVERY_MS - 1);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints).toBe(2);
+    s.clock.advance(1);
+    s.acker.tick();
+    await settle();
+    expect(checkpoints, 'anything journaled is compacted within CHECKPOINT_MAX_EVERY_MS').toBe(3);
   });
 
   it('a checkpoint on a full disk is a fault until a checkpoint works, even with nothing new journaled', async () => {
