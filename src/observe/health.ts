@@ -16,17 +16,19 @@ export interface HealthSources {
   sender: { readonly budgetPark: { readonly reason: string | null }; parkedDataSources(): ReadonlyMap<string, string> };
   acker: { readonly faults: readonly string[] };
   pipeline: { readonly batchesActive: number; readonly lastAckAt: number };
-  queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom'>;
+  queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom' | 'batchesExcept'>;
 }
 
 export function readiness(src: HealthSources, clock: Clock, lingerMs: number): Readiness {
   const reasons: string[] = [];
   if (src.sender.budgetPark.reason) reasons.push(src.sender.budgetPark.reason);
   // Each Data Source park reason once (bad_request, datasource_rejected).
-  for (const r of new Set(src.sender.parkedDataSources().values())) reasons.push(r);
+  const parked = src.sender.parkedDataSources();
+  for (const r of new Set(parked.values())) reasons.push(r);
   reasons.push(...src.acker.faults);
-  // Backlog: batches being sent, or waiting in the disk queue (an outage moves them there).
-  const backlog = src.pipeline.batchesActive > 0 || src.queue.batches > 0;
+  // Backlog: batches being sent, or waiting in the disk queue (an outage
+  // moves them there); a parked Data Source's queued batches are its park.
+  const backlog = src.pipeline.batchesActive > 0 || src.queue.batchesExcept(new Set(parked.keys())) > 0;
   if (backlog && clock.now() - src.pipeline.lastAckAt > STALL_LINGER_PERIODS * lingerMs) reasons.push('no_progress');
   return { ready: reasons.length === 0, reasons };
 }

@@ -95,6 +95,14 @@ export class RetryQueue implements LongLived {
     return this.live;
   }
 
+  /** Records not acknowledged, except those of these Data Sources (a record whose Data Source is not known yet counts). */
+  batchesExcept(ds: ReadonlySet<string>): number {
+    if (ds.size === 0) return this.live;
+    let n = 0;
+    for (const e of this.entries) if (!e.acked && (e.ds === undefined || !ds.has(e.ds))) n++;
+    return n;
+  }
+
   hasRoom(bodyBytes: number): boolean {
     return this.totalBytes + bodyBytes + 512 <= this.maxBytes;
   }

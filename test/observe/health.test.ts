@@ -1,0 +1,43 @@
+// /readyz's reasons (observe/health.ts) on a manual clock.
+import { describe, expect, it } from 'vitest';
+import { readiness, STALL_LINGER_PERIODS, type HealthSources } from '../../src/observe/health.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+function sources(o: { parked: Record<string, string>; queued: string[]; active?: number; lastAckAt?: number }): HealthSources {
+  return {
+    sender: { budgetPark: { reason: null }, parkedDataSources: () => new Map(Object.entries(o.parked)) },
+    acker: { faults: [] },
+    pipeline: { batchesActive: o.active ?? 0, lastAckAt: o.lastAckAt ?? 0 },
+    queue: {
+      batches: o.queued.length,
+      bytes: 0,
+      hasRoom: () => true,
+      batchesExcept: (ds) => o.queued.filter((d) => !ds.has(d)).length,
+    },
+  };
+}
+
+describe('readiness', () => {
+  const lingerMs = 50;
+  it('batches of a parked Data Source waiting in the queue are the park, not no_progress', () => {
+    const clock = new ManualClock();
+    const lastAckAt = clock.now();
+    clock.advance(STALL_LINGER_PERIODS * lingerMs + 1);
+    expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: ['gone', 'gone'], lastAckAt }), clock, lingerMs)).toEqual({
+      ready: false,
+      reasons: ['datasource_rejected'],
+    });
+    // A batch of a Data Source that is not parked waits too: that is no progress.
+    expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: ['gone', 'ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['datasource_rejected', 'no_progress']);
+    expect(readiness(sources({ parked: {}, queued: ['ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['no_progress']);
+  });
+
+  it('no_progress only after STALL_LINGER_PERIODS linger periods without an acknowledgement', () => {
+    const clock = new ManualClock();
+    const lastAckAt = clock.now();
+    clock.advance(STALL_LINGER_PERIODS * lingerMs);
+    expect(readiness(sources({ parked: {}, queued: [], active: 1, lastAckAt }), clock, lingerMs)).toEqual({ ready: true, reasons: [] });
+    clock.advance(1);
+    expect(readiness(sources({ parked: {}, queued: [], active: 1, lastAckAt }), clock, lingerMs).reasons).toEqual(['no_progress']);
+  });
+});
