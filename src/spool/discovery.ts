@@ -23,6 +23,12 @@ import { listFiles } from './walk.js';
  * threadpool; the read loop waits for the scan.
  */
 const SCAN_CONCURRENCY = 32;
+/**
+ * Paths a scan stats and reads the first bytes of before deciding about
+ * them. All of them at once (20,000 stats and heads held together) was the
+ * many-files run's peak of memory: 75 MB more heap for the first scan.
+ */
+const SCAN_SLICE = 1024;
 
 export class Discovery {
   /** True until the first scan has ended (start_at, files verified at start-up, files to adopt). */
@@ -46,20 +52,23 @@ export class Discovery {
       const ds = this.o.router.route(p);
       if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.get(p) ?? null)))) candidates.push({ p, ds });
     }
-    // Stat every path, then read the first bytes of the files not yet
-    // tracked, SCAN_CONCURRENCY at a time; the decisions below stay in path
-    // order, one file after another.
-    const stats = await mapLimit(candidates, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
-    const heads = await mapLimit(candidates, SCAN_CONCURRENCY, async ({ p }, i) => {
-      const st = stats[i];
-      if (!st?.isFile() || this.tailers.ofInode(st.dev, st.ino) || this.verifiedAtStart(p, st)) return null;
-      return readHead(p, st.dev, st.ino);
-    });
-    for (let i = 0; i < candidates.length; i++) {
-      const st = stats[i];
-      if (!st?.isFile()) continue;
-      const key = await this.track(candidates[i]!.p, candidates[i]!.ds, st, heads[i] ?? null);
-      if (key) seen.add(key);
+    // A slice at a time: stat its paths, then read the first bytes of the
+    // files not yet tracked, SCAN_CONCURRENCY at a time; the decisions stay
+    // in path order, one file after another.
+    for (let from = 0; from < candidates.length; from += SCAN_SLICE) {
+      const slice = candidates.slice(from, from + SCAN_SLICE);
+      const stats = await mapLimit(slice, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
+      const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i) => {
+        const st = stats[i];
+        if (!st?.isFile() || this.tailers.ofInode(st.dev, st.ino) || this.verifiedAtStart(p, st)) return null;
+        return readHead(p, st.dev, st.ino);
+      });
+      for (let i = 0; i < slice.length; i++) {
+        const st = stats[i];
+        if (!st?.isFile()) continue;
+        const key = await this.track(slice[i]!.p, slice[i]!.ds, st, heads[i] ?? null);
+        if (key) seen.add(key);
+      }
     }
     for (const t of this.tailers.list()) {
       if (!seen.has(t.key) && !t.detached && !t.finished) await this.rotation.detach(t);
