@@ -23,6 +23,8 @@ export const DEDUP_WINDOW_MS = 5 * 60 * 60 * 1000;
 export class QueueReplayer implements LongLived {
   private stopped = false;
   private waiters: Array<() => void> = [];
+  /** poke()s so far: a loop idles only if none came while it looked. */
+  private pokes = 0;
   private loops: Promise<void>[] = [];
   private warnedOld = false;
   /** destroy(): the deliveries under way end at once. */
@@ -50,6 +52,7 @@ export class QueueReplayer implements LongLived {
 
   /** Something was queued. */
   poke(): void {
+    this.pokes++;
     for (const w of this.waiters.splice(0)) w();
   }
 
@@ -69,6 +72,9 @@ export class QueueReplayer implements LongLived {
   private async loop(): Promise<void> {
     const { queue, sender } = this.o;
     while (!this.stopped) {
+      // Taken before looking: a record queued, or a park changed, while take() looks is not missed.
+      const pokes = this.pokes;
+      const changed = sender.changeSignal();
       let parkedFor = Infinity;
       const rec = await queue.take((ds) => {
         const ms = sender.dsWaitMs(ds);
@@ -76,7 +82,7 @@ export class QueueReplayer implements LongLived {
         return ms > 0;
       });
       if (!rec) {
-        await this.idle(parkedFor);
+        await this.idle(parkedFor, pokes, changed);
         continue;
       }
       if (this.o.clock.now() - rec.header.queuedAt > DEDUP_WINDOW_MS) {
@@ -115,11 +121,12 @@ export class QueueReplayer implements LongLived {
    * Nothing to take: wait for a new record, or (when batches of parked Data
    * Sources were passed over) for a park to change or the next probe to be due.
    */
-  private async idle(parkedFor: number): Promise<void> {
+  private async idle(parkedFor: number, pokes: number, changed: AbortSignal): Promise<void> {
+    if (this.pokes !== pokes || this.stopped) return;
     let wake!: () => void;
     const poked = new Promise<void>((resolve) => (wake = resolve));
     this.waiters.push(wake);
-    if (Number.isFinite(parkedFor)) await Promise.race([poked, this.o.sender.changed(parkedFor)]);
+    if (Number.isFinite(parkedFor)) await Promise.race([poked, this.o.clock.sleep(parkedFor, changed)]);
     else await poked;
     this.waiters = this.waiters.filter((w) => w !== wake);
   }

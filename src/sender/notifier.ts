@@ -22,6 +22,11 @@ export class Notifier {
     return clock.sleep(Math.max(0, ms), this.ac.signal);
   }
 
+  /** Aborted by the next notify(): taken before looking, it also catches a change made while looking. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
   notify(): void {
     const old = this.ac;
     this.ac = controller();

@@ -329,9 +329,9 @@ export class Sender implements LongLived {
     return this.dsParks.get(ds)?.probeWaitMs() ?? 0;
   }
 
-  /** Resolves when a park, pause or delivery changes, or after `ms` on the clock. */
-  changed(ms: number): Promise<void> {
-    return this.notifier.wait(this.o.clock, ms);
+  /** Aborted at the next change of a park, a pause or a delivery (take it before looking at the parks). */
+  changeSignal(): AbortSignal {
+    return this.notifier.signal;
   }
 
   /**
