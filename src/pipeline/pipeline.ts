@@ -1,3 +1,7 @@
+// Longer than ~250 lines (just): the path of one batch from closed to done
+// is one sequence of awaits, and its deferral and dead-letter branches share
+// its bookkeeping (tasks, room, the body pool).
+//
 // From a closed batch to a done batch: record the intent durably and
 // compress (in parallel: compression runs on the threadpool), deliver, then
 // complete it in the journal so the committed offsets move.
