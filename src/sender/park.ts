@@ -11,6 +11,9 @@ export class Park<R extends string> {
   reason: R | null = null;
   private nextProbeAt = 0;
   private probing = false;
+  /** wake() calls so far, and their number when the probe under way started: a wake during a probe is not undone by its failure. */
+  private wakes = 0;
+  private wakesAtProbe = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -26,8 +29,17 @@ export class Park<R extends string> {
   park(reason: R): void {
     const previous = this.reason;
     this.reason = reason;
-    this.nextProbeAt = this.clock.now() + this.probeIntervalMs;
+    this.nextProbeAt = this.nextAfterFailure();
     if (previous !== reason) this.onChange(reason, previous);
+  }
+
+  /**
+   * A whole interval after a failure, unless wake() came while the probe
+   * that failed was on the wire: it was sent before what the wake stands
+   * for (a new token, a SIGHUP), so the next probe goes at once.
+   */
+  private nextAfterFailure(): number {
+    return this.probing && this.wakes !== this.wakesAtProbe ? 0 : this.clock.now() + this.probeIntervalMs;
   }
 
   unpark(): void {
@@ -40,6 +52,7 @@ export class Park<R extends string> {
 
   /** Let the next waiter probe now (SIGHUP, token file changed). */
   wake(): void {
+    this.wakes++;
     this.nextProbeAt = 0;
     this.notifier.notify();
   }
@@ -53,6 +66,7 @@ export class Park<R extends string> {
       const now = this.clock.now();
       if (!this.probing && now >= this.nextProbeAt) {
         this.probing = true;
+        this.wakesAtProbe = this.wakes;
         return true;
       }
       await this.notifier.wait(this.clock, this.probing ? this.probeIntervalMs : this.nextProbeAt - now);
@@ -67,6 +81,7 @@ export class Park<R extends string> {
   tryProbe(): boolean {
     if (this.reason === null || this.probing || this.clock.now() < this.nextProbeAt) return false;
     this.probing = true;
+    this.wakesAtProbe = this.wakes;
     return true;
   }
 
@@ -83,11 +98,13 @@ export class Park<R extends string> {
   }
 
   probeDone(ok: boolean): void {
-    this.probing = false;
-    if (ok) this.unpark();
-    else {
-      this.nextProbeAt = this.clock.now() + this.probeIntervalMs;
-      this.notifier.notify();
+    if (ok) {
+      this.probing = false;
+      this.unpark();
+      return;
     }
+    this.nextProbeAt = this.nextAfterFailure();
+    this.probing = false;
+    this.notifier.notify();
   }
 }

@@ -22,17 +22,21 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const s: Sleeper = { until: this.t + Math.max(0, ms), resolve };
       if (ms <= 0) return resolve();
-      this.sleepers.push(s);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.sleepers = this.sleepers.filter((x) => x !== s);
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((x) => x !== s);
+        resolve();
+      };
+      // As the system clock does: a sleep that ends on time lets go of the signal.
+      const s: Sleeper = {
+        until: this.t + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
           resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(s);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
