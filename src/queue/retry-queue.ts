@@ -151,7 +151,7 @@ export class RetryQueue implements LongLived {
   async take(passOver: (ds: string) => boolean = () => false): Promise<QueuedBatch | null> {
     for (const e of this.entries) {
       if (e.acked || e.leased) continue;
-      if (e.ds === undefined) e.ds = (await this.headerOf(e))?.ds;
+      if (e.ds === undefined) e.ds = (await this.headerOf(e))?.header.ds;
       // Taken by a concurrent take() or acked while the header was read.
       if (e.acked || e.leased) continue;
       if (e.ds !== undefined && passOver(e.ds)) continue;
@@ -191,15 +191,9 @@ export class RetryQueue implements LongLived {
     const out: Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }> = [];
     for (const e of this.entries) {
       if (e.acked) continue;
-      const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
-      if (!fh) continue;
-      try {
-        // A corrupt header (null) is left to take(), which skips and counts the record.
-        const rec = await readRecordHeader(fh, e.off, e.len).catch(() => null);
-        if (rec && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes: rec.bodyBytes, header: rec.header, leased: e.leased });
-      } finally {
-        await fh.close();
-      }
+      // A corrupt header (null) is left to take(), which skips and counts the record.
+      const rec = await this.headerOf(e);
+      if (rec && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes: rec.bodyBytes, header: rec.header, leased: e.leased });
     }
     return out;
   }
@@ -256,12 +250,12 @@ export class RetryQueue implements LongLived {
     return segmentFile(this.dir, seg);
   }
 
-  /** A record's header alone; null when it cannot be read (take() then reads the record, finds it damaged and skips it). */
-  private async headerOf(e: Entry): Promise<QueuedHeader | null> {
+  /** A record's header alone (the body is not read); null when it cannot be read (take() then reads the record, finds it damaged and skips it). */
+  private async headerOf(e: Entry): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
     const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
     if (!fh) return null;
     try {
-      return (await readRecordHeader(fh, e.off, e.len).catch(() => null))?.header ?? null;
+      return await readRecordHeader(fh, e.off, e.len).catch(() => null);
     } finally {
       await fh.close();
     }

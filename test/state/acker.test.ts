@@ -10,6 +10,12 @@ function errno(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: test`), { code });
 }
 
+/** One tick of the agent, then its checkpoint (if any) has run. */
+async function tick(s: { acker: Acker }): Promise<void> {
+  s.acker.tick();
+  await settle();
+}
+
 /** Let promise callbacks run (no time passes on the manual clock). */
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
@@ -118,24 +124,19 @@ describe('Acker', () => {
   it('checkpoints when something was journaled, at most every CHECKPOINT_EVERY_MS, sooner past CHECKPOINT_JOURNAL_BYTES', async () => {
     let checkpoints = 0;
     const s = setup({ checkpoint: async () => void checkpoints++ });
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'nothing journaled: nothing to compact').toBe(0);
     s.store.journalBytes = 100;
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'the first tick with something journaled').toBe(1);
     s.clock.advance(CHECKPOINT_EVERY_MS - 1);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints).toBe(1);
     s.clock.advance(1);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints).toBe(2);
     s.store.journalBytes = CHECKPOINT_JOURNAL_BYTES + 1;
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'the journals passed their bound').toBe(3);
   });
 
@@ -143,26 +144,21 @@ describe('Acker', () => {
     let checkpoints = 0;
     const big = 6_000_000;
     const s = setup({ checkpointBytes: big, journalBytes: 10, checkpoint: async () => void checkpoints++ });
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'the first tick with something journaled').toBe(1);
     s.store.journalBytes = 100_000;
     s.clock.advance(CHECKPOINT_EVERY_MS);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'a 6 MB rewrite for 100 KB of journal waits').toBe(1);
     s.store.journalBytes = Math.ceil(big * CHECKPOINT_JOURNAL_SHARE);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'the journals hold their share of the checkpoint').toBe(2);
     s.store.journalBytes = 10;
     s.clock.advance(CHECKPOINT_MAX_EVERY_MS - 1);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints).toBe(2);
     s.clock.advance(1);
-    s.acker.tick();
-    await settle();
+    await tick(s);
     expect(checkpoints, 'anything journaled is compacted within CHECKPOINT_MAX_EVERY_MS').toBe(3);
   });
 
