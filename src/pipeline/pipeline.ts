@@ -7,7 +7,9 @@
 // complete it in the journal so the committed offsets move.
 //
 // Bounded: at most `maxInFlight + PIPELINE_SLACK` batches are between close
-// and done; `waitForRoom` makes the reader wait beyond that (backpressure).
+// and done, and at most PIPELINE_SLACK compressed bodies wait for room under
+// max_in_flight_bytes; `waitForRoom` makes the reader wait beyond that
+// (backpressure).
 import type { ClosedBatch } from '../batcher/batcher.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
@@ -26,7 +28,11 @@ import { BodyPool } from './body-pool.js';
 
 const EMPTY = Buffer.alloc(0);
 
-/** Batches allowed to compress ahead of the requests in flight. */
+/**
+ * Batches allowed to compress ahead of the requests in flight: ready to go
+ * the moment a request ends, whether the number of requests or their bytes
+ * (max_in_flight_bytes) bind.
+ */
 export const PIPELINE_SLACK = 2;
 /**
  * Batches compressing at once: two keep both cores busy (as the in-run
@@ -107,9 +113,9 @@ export class Pipeline implements LongLived {
     );
   }
 
-  /** True while closed batches wait for a send slot: the rate limit (or the API) binds. */
+  /** True while closed batches wait for a send slot: the rate limit (or the API) binds, or the bytes in flight do. */
   get saturated(): boolean {
-    return this.active >= this.o.maxInFlight() + PIPELINE_SLACK;
+    return this.active >= this.o.maxInFlight() + PIPELINE_SLACK || this.bytesBind();
   }
 
   /**
@@ -118,11 +124,15 @@ export class Pipeline implements LongLived {
    * becoming more small requests) until max_open_bytes; batches that fill up
    * meanwhile may wait: max_open_bytes / max_bytes of them, and never more
    * than max_in_flight (tiny batches must not pile up by the thousand).
+   * When max_in_flight_bytes binds (slow answers: the requests' bodies fill
+   * it before their number reaches the limit) compressed bodies beyond
+   * PIPELINE_SLACK would only wait, in memory, for the same bytes.
    */
   async waitForRoom(): Promise<void> {
     const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     const full = () =>
       this.compressing >= MAX_COMPRESSING ||
+      this.bytesBind() ||
       this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
       (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
     while (full() && !this.stopping) {
@@ -157,6 +167,11 @@ export class Pipeline implements LongLived {
   async destroy(): Promise<void> {
     this.stopping = true;
     for (const w of this.roomWaiters.splice(0)) w();
+  }
+
+  /** PIPELINE_SLACK compressed bodies already wait for room under max_in_flight_bytes. */
+  private bytesBind(): boolean {
+    return this.o.sender.waitingForBytes >= PIPELINE_SLACK;
   }
 
   private track(p: Promise<void>, counts = true): void {

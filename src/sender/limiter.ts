@@ -145,6 +145,11 @@ export class ByteBudget {
     return this.used;
   }
 
+  /** Acquirers waiting for room. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
   private fits(bytes: number): boolean {
     return this.used === 0 || this.used + bytes <= this.max;
   }

@@ -403,6 +403,11 @@ export class Sender implements LongLived {
     return this.inFlight.inUse;
   }
 
+  /** Requests waiting for room under max_in_flight_bytes: while there are any, the bytes bind, not the number of requests. */
+  get waitingForBytes(): number {
+    return this.inFlightBytes.waiting;
+  }
+
   /** Requests allowed in flight now (max_in_flight, or where auto stands). */
   get concurrencyLimit(): number {
     return this.concurrency.limit;

@@ -2,9 +2,10 @@
 // with the default config the agent goes past 8 requests in flight (the fixed
 // default of old), and the compressed bytes in flight never pass
 // max_in_flight_bytes.
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 const LATENCY_MS = 300;
 
@@ -45,5 +46,48 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
     expect(limit).toBeGreaterThan(8);
     expect(limit).toBeLessThan(64); // it grows only while the limit itself binds
     expect(mostBytes).toBeLessThanOrEqual(maxInFlightBytes);
+  });
+});
+
+describe('max_in_flight_bytes binds: the reader waits', () => {
+  it('keeps at most a few batches read beyond the requests the bytes let go', async () => {
+    const dir = await tempDir();
+    let recorded = 0;
+    const emu = await startEmu(dir, {
+      latencyMs: 100,
+      rps: 1000,
+      validateRows: false,
+      // Recorded when the answer is ready, before its latency: in flight counts as recorded.
+      onEventsRequest: (r) => (recorded += r.decodedBytes ?? 0),
+    });
+    // 30 batches of 1 MB (the reader's step is 1 MiB, so one read adds to one batch).
+    const lines = jsonLines('b', 0, 300_000, 50);
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, lines);
+    const total = (await stat(file)).size;
+    const config = configFor(dir, emu, {
+      batch: { max_bytes: 1_000_000, linger_ms: 50 },
+      // Smaller than any body: one request at a time, while 16 are allowed.
+      limits: { max_in_flight: 16, max_in_flight_bytes: 1, requests_per_second: 1000 },
+      admin: { listen: '127.0.0.1:0' },
+    });
+    const { agent } = await startAgent(config);
+    const metric = async (name: string) => {
+      const text = await (await fetch(`${agent.adminUrl}/metrics`)).text();
+      return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    // Read, not yet at the emulator: the batch being filled, those compressing and those waiting for bytes.
+    let most = 0;
+    // Taken after the read count comes back: never more than the true lead, however long the fetch took.
+    await waitFor(async () => {
+      const read = await metric('spoolship_bytes_read_total');
+      most = Math.max(most, read - recorded);
+      return recorded >= total;
+    }, 'every byte at the emulator', 60_000);
+    console.log(`[bytes bind] ${JSON.stringify({ mostAheadMB: most / 1e6, totalMB: total / 1e6 })}`);
+    // One batch filling + MAX_COMPRESSING + PIPELINE_SLACK waiting + one read step: ~6 MB.
+    // Without the bound on bodies waiting for bytes the reader ran max_in_flight + PIPELINE_SLACK + 16 batches ahead (23 MB here).
+    expect(most).toBeLessThanOrEqual(10_000_000);
+    await waitFor(async () => (await metric('spoolship_lines_acked_total')) === lines.length, 'every line acknowledged');
   });
 });
