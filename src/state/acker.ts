@@ -10,9 +10,11 @@
 // of JSON for 20,000 files), the journal only what changed, so compacting
 // costs in proportion to what was journaled: at most every
 // CHECKPOINT_EVERY_MS, once the journals hold CHECKPOINT_JOURNAL_SHARE of the
-// last checkpoint's size (at once for a small state); anything journaled is
-// compacted within CHECKPOINT_MAX_EVERY_MS, and at once when the journals
-// pass CHECKPOINT_JOURNAL_BYTES. A failed checkpoint is tried again every
+// last checkpoint's size (at once for a small state), or once the journals
+// have not grown for CHECKPOINT_QUIET_MS (a backlog is done: compact now, not
+// later in the idle time); anything journaled is compacted within
+// CHECKPOINT_MAX_EVERY_MS, and at once when the journals pass
+// CHECKPOINT_JOURNAL_BYTES. A failed checkpoint is tried again every
 // CHECKPOINT_EVERY_MS.
 import type { Logger } from '../log.js';
 import { after, type Clock } from '../util/clock.js';
@@ -25,6 +27,8 @@ export const STATE_RETRY_MS = 1000;
 export const CHECKPOINT_EVERY_MS = 5000;
 /** ...once the journals hold this share of the last checkpoint's bytes... */
 export const CHECKPOINT_JOURNAL_SHARE = 0.25;
+/** ...or once the journals have not grown for this long... */
+export const CHECKPOINT_QUIET_MS = 5000;
 /** ...and anything journaled at least this often, whatever its size. */
 export const CHECKPOINT_MAX_EVERY_MS = 60_000;
 /** ...or as soon as the journals hold this much. */
@@ -71,6 +75,9 @@ export class Acker implements StateWrites, LongLived {
   private destroyed = false;
   /** The first tick with anything journaled checkpoints at once. */
   private lastCheckpointAt = Number.NEGATIVE_INFINITY;
+  /** The journals' size at the last tick, and when it last changed. */
+  private journaledBefore = 0;
+  private journalGrewAt = Number.NEGATIVE_INFINITY;
   /** Cancels the pending journal flush retry, or null. */
   private flushRetry: (() => void) | null = null;
   private closed = false;
@@ -141,12 +148,17 @@ export class Acker implements StateWrites, LongLived {
     // fail: nothing to compact (with 20,000 files a checkpoint is a few MB
     // of JSON, every 5 s while idle).
     const journaled = this.state.journalBytes;
+    if (journaled !== this.journaledBefore) {
+      this.journaledBefore = journaled;
+      this.journalGrewAt = now;
+    }
     if (journaled === 0 && this.checkpointFault === null) return;
     const since = now - this.lastCheckpointAt;
+    const quiet = now - this.journalGrewAt >= CHECKPOINT_QUIET_MS;
     const due =
       journaled > CHECKPOINT_JOURNAL_BYTES ||
       since >= CHECKPOINT_MAX_EVERY_MS ||
-      (since >= CHECKPOINT_EVERY_MS && (this.checkpointFault !== null || journaled >= this.state.checkpointBytes * CHECKPOINT_JOURNAL_SHARE));
+      (since >= CHECKPOINT_EVERY_MS && (this.checkpointFault !== null || quiet || journaled >= this.state.checkpointBytes * CHECKPOINT_JOURNAL_SHARE));
     if (!due) return;
     this.lastCheckpointAt = now;
     this.checkpointing = this.state

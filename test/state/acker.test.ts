@@ -3,7 +3,7 @@
 // gauge, and the checkpoint's timing.
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log.js';
-import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, CHECKPOINT_JOURNAL_SHARE, CHECKPOINT_MAX_EVERY_MS, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
+import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, CHECKPOINT_JOURNAL_SHARE, CHECKPOINT_MAX_EVERY_MS, CHECKPOINT_QUIET_MS, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 function errno(code: string): NodeJS.ErrnoException {
@@ -160,6 +160,31 @@ describe('Acker', () => {
     s.clock.advance(1);
     await tick(s);
     expect(checkpoints, 'anything journaled is compacted within CHECKPOINT_MAX_EVERY_MS').toBe(3);
+  });
+
+  it('with a large state, compacts once the journals stop growing (a backlog is done), not while they grow', async () => {
+    let checkpoints = 0;
+    const big = 6_000_000;
+    const s = setup({ checkpointBytes: big, journalBytes: 10, checkpoint: async () => void checkpoints++ });
+    await tick(s);
+    expect(checkpoints, 'the first tick with something journaled').toBe(1);
+    // A trickle: the journals grow a little every second, far below their share.
+    for (let i = 1; i <= 30; i++) {
+      s.store.journalBytes = i * 100;
+      s.clock.advance(1000);
+      await tick(s);
+    }
+    expect(checkpoints, 'growing journals below their share wait').toBe(1);
+    s.clock.advance(CHECKPOINT_QUIET_MS - 1000);
+    await tick(s);
+    expect(checkpoints, 'not quiet for long enough yet').toBe(1);
+    s.clock.advance(1000);
+    await tick(s);
+    expect(checkpoints, 'quiet for CHECKPOINT_QUIET_MS: compacted').toBe(2);
+    s.store.journalBytes = 0;
+    s.clock.advance(CHECKPOINT_MAX_EVERY_MS);
+    await tick(s);
+    expect(checkpoints, 'nothing new: nothing to compact').toBe(2);
   });
 
   it('a checkpoint on a full disk is a fault until a checkpoint works, even with nothing new journaled', async () => {
