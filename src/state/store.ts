@@ -22,7 +22,7 @@ import path from 'node:path';
 import { atomicWrite } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { JournalWriter, journalPath, listJournals, type FileMeta, type QueuedIntent, type RangeRecord } from './journal.js';
-import { CHECKPOINT_VERSION, encodeCheckpoint } from './checkpoint-format.js';
+import { encodeCheckpointChunks } from './checkpoint-format.js';
 import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
 import { CHECKPOINT_FILE, replayState, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
 
@@ -195,10 +195,10 @@ export class StateStore implements LongLived {
     // From here on records go to the new journal; the snapshot below covers
     // everything appended to the old one.
     this.journal = next;
-    const encoded = encodeCheckpoint(this.snapshot(newSeq, this.seq));
+    const chunks = this.snapshot(newSeq, this.seq);
     await old.close();
-    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), encoded);
-    this.lastCheckpointBytes = Buffer.byteLength(encoded);
+    await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), chunks);
+    this.lastCheckpointBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c), 0);
     const keepFrom = this.seq;
     this.prevSeq = this.seq;
     this.seq = newSeq;
@@ -257,9 +257,18 @@ export class StateStore implements LongLived {
     await this.journal.destroy();
   }
 
-  private snapshot(journalSeq: number, prevSeq: number): CheckpointFile {
-    const files: CheckpointFile['files'] = [];
+  /** The checkpoint's text in chunks (checkpoint-format.ts), taken now: nothing can change it while it is built. */
+  private snapshot(journalSeq: number, prevSeq: number): string[] {
     const live = new Set<number>();
+    const files = this.snapshotFiles(live);
+    return encodeCheckpointChunks({ journal_seq: journalSeq, prev_journal_seq: prevSeq, next_id: this.nextId }, files, () => ({
+      intents: [...this.intents.values()].filter((i) => live.has(i.id) || i.resend),
+      queued: [...this.queued.values()],
+    }));
+  }
+
+  /** Each file's entry of the checkpoint, made as it is written; `live` collects the batches still under way. */
+  private *snapshotFiles(live: Set<number>): Generator<CheckpointFile['files'][number]> {
     for (const fp of this.progress.files.values()) {
       const ranges: Array<[number, number, number, boolean]> = [];
       let pos = fp.committed;
@@ -276,18 +285,8 @@ export class StateStore implements LongLived {
         pos = e.end;
       }
       const seen = this.seenNow(fp.meta.key) ?? this.seen.get(fp.meta.key);
-      files.push({ ...fp.meta, committed: fp.committed, ranges, ...(seen ? { seen } : {}) });
+      yield { ...fp.meta, committed: fp.committed, ranges, ...(seen ? { seen } : {}) };
     }
-    const intents = [...this.intents.values()].filter((i) => live.has(i.id) || i.resend);
-    return {
-      version: CHECKPOINT_VERSION,
-      journal_seq: journalSeq,
-      prev_journal_seq: prevSeq,
-      next_id: this.nextId,
-      files,
-      intents,
-      queued: [...this.queued.values()],
-    };
   }
 
   private async load(): Promise<void> {

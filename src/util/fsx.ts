@@ -14,16 +14,19 @@ export async function fsyncDir(dir: string): Promise<void> {
 }
 
 /**
- * Replace `file` atomically: write `file.tmp`, fsync it, keep the current
+ * Replace `file` atomically (`data` whole, or as chunks of text written in
+ * order): write `file.tmp`, fsync it, keep the current
  * version as `file.prev`, rename tmp over `file`, fsync the directory. A crash
  * at any point leaves either the old or the new version readable under `file`
  * or `file.prev`.
  */
-export async function atomicWrite(file: string, data: Buffer | string): Promise<void> {
+export async function atomicWrite(file: string, data: Buffer | string | readonly string[]): Promise<void> {
   const tmp = `${file}.tmp`;
   const fh = await fsp.open(tmp, 'w');
   try {
-    await fh.writeFile(data);
+    // Chunks are written one after the other (a large checkpoint is never one string).
+    if (Array.isArray(data)) for (const chunk of data as readonly string[]) await fh.writeFile(chunk);
+    else await fh.writeFile(data as Buffer | string);
     await fh.sync();
   } finally {
     await fh.close();
