@@ -59,6 +59,8 @@ export interface AgentDeps {
   /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
+  /** The number of files followed or tracked, on every tick (V8's heap growth follows it: util/heap-growth.ts). */
+  onStateSize?: (files: number) => void;
 }
 
 export class Agent {
@@ -426,6 +428,7 @@ export class Agent {
     this.queueReport.update();
     this.counts.flush();
     this.acker.tick();
+    this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
   }
 
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */

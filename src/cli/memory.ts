@@ -21,9 +21,17 @@
 //    and says so at start (memory_settings: false in the start log).
 // A value the user set (MALLOC_ARENA_MAX, a semi-space size in NODE_OPTIONS
 // or on node's command line) is kept.
+//
+// A third setting needs none of that: V8's heap growing factor, set at run
+// time by the agent while its state is large (src/util/heap-growth.ts),
+// unless node's command line gives one.
 
 export const SEMI_SPACE_FLAG = '--max-semi-space-size=1';
 export const ARENA_MAX = '1';
+/** node was started with its own heap growing factor: the agent leaves it alone. */
+export function ownHeapGrowth(execArgv: readonly string[]): boolean {
+  return execArgv.some((a) => a.startsWith('--heap-growing-percent'));
+}
 
 /** Both settings are in effect (or the user chose their own). */
 export function memorySettingsApplied(env: NodeJS.ProcessEnv, execArgv: readonly string[]): boolean {

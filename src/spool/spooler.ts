@@ -87,6 +87,11 @@ export class Spooler implements LongLived {
     return this.discovery.scan(() => collectFinished(this.o, this.tailers));
   }
 
+  /** How many files are followed now (they grow a scan slice at a time). */
+  get fileCount(): number {
+    return this.tailers.size;
+  }
+
   /** The files followed now, read-only. */
   get files(): Iterable<TailerView> {
     return this.tailers.values();

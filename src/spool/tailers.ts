@@ -35,6 +35,10 @@ export class Tailers {
     return this.byKey.values();
   }
 
+  get size(): number {
+    return this.byKey.size;
+  }
+
   /** A copy, for loops that add or remove tailers. */
   list(): FileTailer[] {
     return [...this.byKey.values()];

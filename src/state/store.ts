@@ -212,6 +212,11 @@ export class StateStore implements LongLived {
     return this.progress;
   }
 
+  /** How many files the state tracks. */
+  get fileCount(): number {
+    return this.progress.files.size;
+  }
+
   /** The files the state tracks, read-only. */
   files(): IterableIterator<Readonly<FileProgress>> {
     return this.progress.files.values();

@@ -5,7 +5,8 @@ import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
-import { memorySettingsApplied } from '../memory.js';
+import { memorySettingsApplied, ownHeapGrowth } from '../memory.js';
+import { HeapGrowth } from '../../util/heap-growth.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship run [-c FILE]
@@ -52,6 +53,8 @@ class Daemon {
 
 
   private started: Promise<void> = Promise.resolve();
+  /** V8's heap growth follows the state's size, unless node was given its own. */
+  private readonly heapGrowth = ownHeapGrowth(process.execArgv) ? null : new HeapGrowth();
 
   async start(): Promise<void> {
     this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
@@ -61,6 +64,7 @@ class Daemon {
   private startAgent(config: Readonly<Config>): Promise<Agent> {
     return Agent.start(config, {
       log: this.log,
+      onStateSize: this.heapGrowth ? (files) => this.heapGrowth!.update(files) : undefined,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
