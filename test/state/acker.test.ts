@@ -43,6 +43,18 @@ function setup(state: Partial<CheckpointedState> & { journalBytes?: number; chec
   return { clock, acker, store, events, faultSets, fatals };
 }
 
+/** A checkpoint of 20,000 files. */
+const BIG_CHECKPOINT = 6_000_000;
+
+/** An acker whose last checkpoint is BIG_CHECKPOINT, after the first tick with something journaled (which checkpoints at once). */
+async function largeStateCheckpointedOnce() {
+  let checkpoints = 0;
+  const s = setup({ checkpointBytes: BIG_CHECKPOINT, journalBytes: 10, checkpoint: async () => void checkpoints++ });
+  await tick(s);
+  expect(checkpoints, 'the first tick with something journaled').toBe(1);
+  return { s, checkpoints: () => checkpoints };
+}
+
 describe('Acker', () => {
   it('retries a state write every STATE_RETRY_MS while the disk is full, reports disk_full once and clears it when the write works', async () => {
     const s = setup();
@@ -141,50 +153,42 @@ describe('Acker', () => {
   });
 
   it('with a large state (20,000 files), waits until the journals hold a share of the last checkpoint, or CHECKPOINT_MAX_EVERY_MS', async () => {
-    let checkpoints = 0;
-    const big = 6_000_000;
-    const s = setup({ checkpointBytes: big, journalBytes: 10, checkpoint: async () => void checkpoints++ });
-    await tick(s);
-    expect(checkpoints, 'the first tick with something journaled').toBe(1);
+    const { s, checkpoints } = await largeStateCheckpointedOnce();
     s.store.journalBytes = 100_000;
     s.clock.advance(CHECKPOINT_EVERY_MS);
     await tick(s);
-    expect(checkpoints, 'a 6 MB rewrite for 100 KB of journal waits').toBe(1);
-    s.store.journalBytes = Math.ceil(big * CHECKPOINT_JOURNAL_SHARE);
+    expect(checkpoints(), 'a 6 MB rewrite for 100 KB of journal waits').toBe(1);
+    s.store.journalBytes = Math.ceil(BIG_CHECKPOINT * CHECKPOINT_JOURNAL_SHARE);
     await tick(s);
-    expect(checkpoints, 'the journals hold their share of the checkpoint').toBe(2);
+    expect(checkpoints(), 'the journals hold their share of the checkpoint').toBe(2);
     s.store.journalBytes = 10;
     s.clock.advance(CHECKPOINT_MAX_EVERY_MS - 1);
     await tick(s);
-    expect(checkpoints).toBe(2);
+    expect(checkpoints()).toBe(2);
     s.clock.advance(1);
     await tick(s);
-    expect(checkpoints, 'anything journaled is compacted within CHECKPOINT_MAX_EVERY_MS').toBe(3);
+    expect(checkpoints(), 'anything journaled is compacted within CHECKPOINT_MAX_EVERY_MS').toBe(3);
   });
 
   it('with a large state, compacts once the journals stop growing (a backlog is done), not while they grow', async () => {
-    let checkpoints = 0;
-    const big = 6_000_000;
-    const s = setup({ checkpointBytes: big, journalBytes: 10, checkpoint: async () => void checkpoints++ });
-    await tick(s);
-    expect(checkpoints, 'the first tick with something journaled').toBe(1);
+    const { s, checkpoints } = await largeStateCheckpointedOnce();
     // A trickle: the journals grow a little every second, far below their share.
     for (let i = 1; i <= 30; i++) {
       s.store.journalBytes = i * 100;
       s.clock.advance(1000);
       await tick(s);
     }
-    expect(checkpoints, 'growing journals below their share wait').toBe(1);
+    expect(checkpoints(), 'growing journals below their share wait').toBe(1);
     s.clock.advance(CHECKPOINT_QUIET_MS - 1000);
     await tick(s);
-    expect(checkpoints, 'not quiet for long enough yet').toBe(1);
+    expect(checkpoints(), 'not quiet for long enough yet').toBe(1);
     s.clock.advance(1000);
     await tick(s);
-    expect(checkpoints, 'quiet for CHECKPOINT_QUIET_MS: compacted').toBe(2);
+    expect(checkpoints(), 'quiet for CHECKPOINT_QUIET_MS: compacted').toBe(2);
     s.store.journalBytes = 0;
     s.clock.advance(CHECKPOINT_MAX_EVERY_MS);
     await tick(s);
-    expect(checkpoints, 'nothing new: nothing to compact').toBe(2);
+    expect(checkpoints(), 'nothing new: nothing to compact').toBe(2);
   });
 
   it('a checkpoint on a full disk is a fault until a checkpoint works, even with nothing new journaled', async () => {
