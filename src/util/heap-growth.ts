@@ -4,7 +4,7 @@
 // live per-file state) the garbage of scanning them and of checkpoints
 // piled up to 100 MB of heap before a full collection ran: a 20,000-file
 // spool peaked at 230 MB of RSS. At 25 % a full collection comes sooner
-// (160 MB). With a small state V8's own choice stays: there the floor of
+// (174-184 MB). With a small state V8's own choice stays: there the floor of
 // V8's limit (the live heap + 8 MB) is what a low factor hits, and the
 // extra full collections cost ~8 % CPU per GB of a backlog for no memory.
 //
@@ -13,7 +13,11 @@
 // command line is the user's: `run` then never calls this.
 import v8 from 'node:v8';
 
-/** The agent follows or tracks at least this many files (one scan slice): the low factor applies. */
+/**
+ * The agent follows or tracks at least this many files: the low factor
+ * applies. As large as the discovery's first slice of paths (1,024), so a
+ * large spool gets it after that slice, before the rest is scanned.
+ */
 export const MANY_FILES = 1024;
 /** The old generation then grows by this percentage of what survived the last full collection. */
 export const HEAP_GROWING_PERCENT = 25;

@@ -62,9 +62,10 @@ class Daemon {
   }
 
   private startAgent(config: Readonly<Config>): Promise<Agent> {
+    const heap = this.heapGrowth;
     return Agent.start(config, {
       log: this.log,
-      onStateSize: this.heapGrowth ? (files) => this.heapGrowth!.update(files) : undefined,
+      onStateSize: heap ? (files) => heap.update(files) : undefined,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
