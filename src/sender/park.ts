@@ -14,6 +14,8 @@ export class Park<R extends string> {
   /** wake() calls so far, and their number when the probe under way started: a wake during a probe is not undone by its failure. */
   private wakes = 0;
   private wakesAtProbe = 0;
+  /** probeNowFor(): one probe may go at once, by a caller whose key this accepts. */
+  private early: ((key: string) => boolean) | null = null;
 
   constructor(
     private readonly clock: Clock,
@@ -46,6 +48,7 @@ export class Park<R extends string> {
     if (this.reason === null) return;
     const previous = this.reason;
     this.reason = null;
+    this.early = null;
     this.onChange(null, previous);
     this.notifier.notify();
   }
@@ -58,13 +61,32 @@ export class Park<R extends string> {
   }
 
   /**
-   * Wait until not parked, or until this caller may send a probe. Returns
-   * true when the caller holds the probe and must call `probeDone`.
+   * The park's cause may lie with some callers alone (a 403 for one Data
+   * Source, before any other proved the token): one probe may go at once,
+   * by a caller whose key `eligible` accepts. Its failure does not grant
+   * another: the next probes keep the interval.
    */
-  async pass(signal?: AbortSignal): Promise<boolean> {
+  probeNowFor(eligible: (key: string) => boolean): void {
+    this.early = eligible;
+    this.notifier.notify();
+  }
+
+  /** May the caller keyed `key` take the early probe? (Taking it uses it up.) */
+  private takesEarly(key: string | undefined): boolean {
+    if (this.early === null || key === undefined || !this.early(key)) return false;
+    this.early = null;
+    return true;
+  }
+
+  /**
+   * Wait until not parked, or until this caller may send a probe. Returns
+   * true when the caller holds the probe and must call `probeDone`. `key`
+   * names the caller for probeNowFor (a Data Source).
+   */
+  async pass(signal?: AbortSignal, key?: string): Promise<boolean> {
     while (this.reason !== null && !signal?.aborted) {
       const now = this.clock.now();
-      if (!this.probing && now >= this.nextProbeAt) {
+      if (!this.probing && (now >= this.nextProbeAt || this.takesEarly(key))) {
         this.probing = true;
         this.wakesAtProbe = this.wakes;
         return true;

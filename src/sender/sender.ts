@@ -303,6 +303,12 @@ export class Sender implements LongLived {
     return false;
   }
 
+  /** Was the token refused for this Data Source since it was last accepted there? */
+  private refused(ds: string): boolean {
+    const t = this.tokenSeen.get(ds);
+    return t !== undefined && t.refusedAt > t.acceptedAt;
+  }
+
   private noteToken(ds: string, accepted: boolean): void {
     const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedAt: -Infinity };
     if (accepted) t.acceptedAt = this.o.clock.now();
@@ -605,6 +611,10 @@ export class Sender implements LongLived {
           if (defer()) return 'deferred';
           continue;
         }
+        // Nothing proves the token yet (a new directory answered first): the
+        // budget parks below, but one batch of a Data Source not refused
+        // probes at once; its success parks this one alone, at its next try.
+        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refused(ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
       // A request already under way when the budget parked was acknowledged:
@@ -660,7 +670,7 @@ export class Sender implements LongLived {
         if (mine) ctx.holdsDsProbe = true;
         continue;
       }
-      const probe = await this.budgetPark.pass(ctx.ac.signal);
+      const probe = await this.budgetPark.pass(ctx.ac.signal, ds);
       if (ctx.ac.signal.aborted) {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';

@@ -254,6 +254,42 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     expect(h.emu.stats().rows).toEqual({ known: 5, unknown: 3 });
   });
 
+  it('a 403 before any acceptance: another Data Source probes at once, and its success parks only the refused one', async () => {
+    // A DaemonSet starting on a new directory first: nothing proves the token yet.
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    const refused = h.sender.deliver(await h.batch('unknown', lines('u', 3)));
+    await settle(() => h.parks.length === 1, 'the budget park');
+    expect(h.parks[0]).toEqual({ scope: 'budget', reason: 'token_rejected' });
+    // No 60 s wait (the manual clock does not move): the known Data Source's batch is the probe.
+    expect(await h.sender.deliver(await h.batch('known', lines('k', 2)))).toBe('done');
+    await settle(() => h.parks.some((p) => p.scope === 'unknown'), 'the refused Data Source parked alone');
+    expect(h.parks).toEqual([
+      { scope: 'budget', reason: 'token_rejected' },
+      { scope: 'budget', reason: null },
+      { scope: 'unknown', reason: 'datasource_rejected' },
+    ]);
+    expect(h.emu.stats().rows).toEqual({ known: 2 });
+    void h.sender.close();
+    expect(await refused).toBe('aborted');
+  });
+
+  it('a 403 before any acceptance, refused for the early probe too: the budget stays parked, one early probe in all', async () => {
+    const h = await harness();
+    h.token.value = 'revoked';
+    const waiting = [h.sender.deliver(await h.batch('a', lines('a', 2)))];
+    await settle(() => h.parks.length === 1, 'the budget park');
+    waiting.push(h.sender.deliver(await h.batch('b', lines('b', 2))));
+    await settle(() => h.sent.length === 2, 'b probes at once');
+    waiting.push(h.sender.deliver(await h.batch('c', lines('c', 2))));
+    await settle(() => h.clock.waiting >= 3, 'all three waiting for the next probe');
+    expect(h.sent.map((s) => s.ds)).toEqual(['a', 'b']);
+    expect(h.clock.nextWakeInMs()).toBe(60_000);
+    expect(h.parks).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
+    void h.sender.close();
+    for (const w of waiting) expect(await w).toBe('aborted');
+  });
+
   it('a 403 everywhere (the token was revoked) still parks the budget as token_rejected', async () => {
     const h = await harness();
     expect(await h.sender.deliver(await h.batch('a', lines('a', 2)))).toBe('done');
