@@ -100,11 +100,15 @@ export const SLOTS_RESERVED_AHEAD = 8;
  * Where max_in_flight: auto starts (slow start doubles it per round trip).
  * Requests are few and large (10 MB batches): from 2, a 1 GB backlog spent
  * most of its time in slow start when answers take 1-2 s (x0.59 of the 0 ms
- * speed at 1 s, against x0.84 from 16; bench latency-sweep). Memory stays
- * bounded by max_in_flight_bytes whatever the limit; a fast server's rising
- * answer times bring it down within a few round trips.
+ * speed at 1 s, against x0.84 from 16; bench latency-sweep). From 16 the
+ * first round trip still sent fewer than the default max_in_flight_bytes
+ * lets go (48 MiB is ~29 bodies of a 10 MB batch at zstd 3), and at 2 s
+ * answers that round trip is a quarter of a 1 GB backlog: 117-123 MB/s from
+ * 16, 128-132 from 32 (bench/README.md finding 30). Memory stays bounded by
+ * max_in_flight_bytes whatever the limit; a fast server's rising answer
+ * times bring it down within a few round trips.
  */
-export const AUTO_INITIAL_IN_FLIGHT = 16;
+export const AUTO_INITIAL_IN_FLIGHT = 32;
 export const DEFAULT_IN_FLIGHT_CAP = 64;
 
 export interface SenderOptions {

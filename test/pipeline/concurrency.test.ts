@@ -10,7 +10,7 @@ import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, wri
 const LATENCY_MS = 300;
 
 describe('adaptive concurrency (max_in_flight: auto)', () => {
-  it('grows past 8 requests in flight against slow answers, within max_in_flight_bytes', async () => {
+  it('goes past 8 requests in flight against slow answers, within max_in_flight_bytes', async () => {
     const dir = await tempDir();
     const spans: Array<{ start: number; end: number; bytes: number }> = [];
     const emu = await startEmu(dir, {
