@@ -70,7 +70,8 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     maxBytes: opts.maxBytes ?? 10_000_000,
     hooks,
   });
-  cleanups.push(() => sender.close());
+  // destroy, not close: a request left on the wire by a failed test is cut, not waited for.
+  cleanups.push(() => sender.destroy());
   let nextId = 1;
   const h: Harness = {
     emu,
