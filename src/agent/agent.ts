@@ -338,6 +338,7 @@ export class Agent {
       maxLineBytes: c.spool.max_line_bytes,
       rescanMs: deps.rescanMs ?? 1000,
       waitForRoom: () => this.pipeline.waitForRoom(),
+      hasRoom: () => this.pipeline.hasRoom,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, onIdle: () => this.linger.readerIdle(), onLayout: (layout) => this.layout.report(layout) }),
     });

@@ -129,15 +129,24 @@ export class Pipeline implements LongLived {
    * PIPELINE_SLACK would only wait, in memory, for the same bytes.
    */
   async waitForRoom(): Promise<void> {
+    while (this.full() && !this.stopping) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  /** The reader may read now without waiting (waitForRoom would resolve at once). */
+  get hasRoom(): boolean {
+    return !this.full() || this.stopping;
+  }
+
+  private full(): boolean {
     const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
-    const full = () =>
+    return (
       this.compressing >= MAX_COMPRESSING ||
       this.bytesBind() ||
       this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
-      (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes);
-    while (full() && !this.stopping) {
-      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    }
+      (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes)
+    );
   }
 
   /** Wait for every task until `deadline` (on the clock); true when all finished. */

@@ -32,6 +32,12 @@ export interface SpoolerOptions {
   rescanMs: number;
   /** Resolves when the pipeline has room for more data. */
   waitForRoom: () => Promise<void>;
+  /**
+   * Whether the pipeline has room now, without waiting: a read round between
+   * a scan's slices stops where it would wait (read-loop.ts). Always room
+   * when absent.
+   */
+  hasRoom?: () => boolean;
   events: SpoolerEvents;
   watch: boolean;
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */

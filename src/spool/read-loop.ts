@@ -25,8 +25,13 @@ export class ReadLoop {
     private readonly tailers: Tailers,
   ) {}
 
-  /** Read one chunk from every file with unread bytes; true when anything was read. */
-  async round(stopped: () => boolean): Promise<boolean> {
+  /**
+   * Read one chunk from every file with unread bytes; true when anything was
+   * read. `yieldWhenFull`: stop at the first file the pipeline has no room
+   * for instead of waiting (a round between a scan's slices: the scan goes
+   * on, and the next round starts again from the first file).
+   */
+  async round(stopped: () => boolean, yieldWhenFull = false): Promise<boolean> {
     let any = false;
     let openFds = this.tailers.openDescriptors;
     for (const t of this.tailers.list()) {
@@ -42,6 +47,7 @@ export class ReadLoop {
         }
         continue;
       }
+      if (yieldWhenFull && this.o.hasRoom?.() === false) return any;
       await this.o.waitForRoom();
       if (stopped()) return any;
       const hadFd = t.fh !== null;

@@ -49,6 +49,8 @@ export class Spooler implements LongLived {
   /** Clock time at the end of the last scan, and how long it took. */
   private lastScanEndAt = 0;
   private lastScanMs = 0;
+  /** A scan has read between its slices and has more to look at: the files it found so far are not all there is. */
+  private slicing = false;
 
   constructor(private readonly o: SpoolerOptions) {
     const known = new KnownFiles(o.store);
@@ -97,9 +99,13 @@ export class Spooler implements LongLived {
     return this.tailers.values();
   }
 
-  /** Every file of `ds` read to its known end (the end-of-backlog rule asks). */
+  /**
+   * Every file of `ds` read to its known end (the end-of-backlog rule asks);
+   * never while a large scan is still finding files, or the batch open
+   * while it stats its next slice would go out part full.
+   */
   caughtUp(ds: string): boolean {
-    return this.tailers.caughtUp(ds);
+    return !this.slicing && this.tailers.caughtUp(ds);
   }
 
   /** spoolship_behind_bytes per Data Source. */
@@ -153,13 +159,25 @@ export class Spooler implements LongLived {
         this.dirty = false;
         const first = this.discovery.firstScan;
         const began = clock.now();
-        await this.scan();
+        // Reading goes on between the scan's slices (a large spool of new
+        // files); that time is not the scan's (the pacing below is).
+        let reading = 0;
+        await this.discovery.scan(
+          () => collectFinished(this.o, this.tailers),
+          async () => {
+            this.slicing = true;
+            const from = clock.now();
+            await this.reader.round(() => this.stopped, true);
+            reading += clock.now() - from;
+          },
+        );
+        this.slicing = false;
         // Scans take at most 1 / (1 + SCAN_GAP_FACTOR) of the time: with
         // 10,000 files one takes ~0.15 s, and every watch event (or the
         // rescan timer) asking for the next at once kept a core busy and
         // the heap churning. A small spool scans in a millisecond: no gap.
         this.lastScanEndAt = clock.now();
-        this.lastScanMs = this.lastScanEndAt - began;
+        this.lastScanMs = this.lastScanEndAt - began - reading;
         this.nextScanAt = this.lastScanEndAt + SCAN_GAP_FACTOR * this.lastScanMs;
         if (first) void this.startWatching().catch(() => undefined);
       }

@@ -7,6 +7,7 @@ import { afterEach } from 'vitest';
 import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
 import { Router } from '../../src/spool/routes.js';
 import { Spooler, type SpoolerEvents } from '../../src/spool/spooler.js';
+import type { SpoolerOptions } from '../../src/spool/options.js';
 import { StateStore } from '../../src/state/store.js';
 import { relocateFiles } from '../../src/spool/relocate.js';
 import { systemClock } from '../../src/util/clock.js';
@@ -18,7 +19,8 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-export async function setup(events: Partial<SpoolerEvents> = {}) {
+/** `options`: replace some of the spooler's options (the pipeline's backpressure, say). */
+export async function setup(events: Partial<SpoolerEvents> = {}, options: Partial<SpoolerOptions> = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-scan-'));
   const spool = path.join(dir, 'spool');
   await mkdir(path.join(spool, 'ev'), { recursive: true });
@@ -58,6 +60,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}) {
     watch: false,
     // The scan's listing, replaceable to freeze it at a moment.
     listFiles: () => internals.listCandidates(),
+    ...options,
   });
   const internals = {
     listCandidates: realList,
