@@ -162,16 +162,19 @@ export class Spooler implements LongLived {
         // Reading goes on between the scan's slices (a large spool of new
         // files); that time is not the scan's (the pacing below is).
         let reading = 0;
-        await this.discovery.scan(
-          () => collectFinished(this.o, this.tailers),
-          async () => {
-            this.slicing = true;
-            const from = clock.now();
-            await this.reader.round(() => this.stopped, true);
-            reading += clock.now() - from;
-          },
-        );
-        this.slicing = false;
+        try {
+          await this.discovery.scan(
+            () => collectFinished(this.o, this.tailers),
+            async () => {
+              this.slicing = true;
+              const from = clock.now();
+              await this.reader.round(() => this.stopped, true);
+              reading += clock.now() - from;
+            },
+          );
+        } finally {
+          this.slicing = false;
+        }
         // Scans take at most 1 / (1 + SCAN_GAP_FACTOR) of the time: with
         // 10,000 files one takes ~0.15 s, and every watch event (or the
         // rescan timer) asking for the next at once kept a core busy and
