@@ -84,9 +84,9 @@ export class Spooler implements LongLived {
     this.wakeLoop?.();
   }
 
-  /** One scan now (tests; the loop scans by itself). */
-  scan(): Promise<void> {
-    return this.discovery.scan(() => collectFinished(this.o, this.tailers));
+  /** One scan now (tests; the loop scans by itself, reading between slices). */
+  scan(betweenSlices?: () => Promise<unknown>): Promise<void> {
+    return this.discovery.scan(() => collectFinished(this.o, this.tailers), betweenSlices);
   }
 
   /** How many files are followed now (they grow a scan slice at a time). */
@@ -163,15 +163,12 @@ export class Spooler implements LongLived {
         // files); that time is not the scan's (the pacing below is).
         let reading = 0;
         try {
-          await this.discovery.scan(
-            () => collectFinished(this.o, this.tailers),
-            async () => {
-              this.slicing = true;
-              const from = clock.now();
-              await this.reader.round(() => this.stopped, true);
-              reading += clock.now() - from;
-            },
-          );
+          await this.scan(async () => {
+            this.slicing = true;
+            const from = clock.now();
+            await this.reader.round(() => this.stopped, true);
+            reading += clock.now() - from;
+          });
         } finally {
           this.slicing = false;
         }
