@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCAN_SLICE } from '../../src/spool/discovery.js';
 import { waitFor } from '../pipeline/helpers.js';
+import { ManualClock } from '../support/manual-clock.js';
 import { setup } from './helpers.js';
 
 const FILES = SCAN_SLICE + 100;
@@ -54,6 +55,29 @@ describe('the first scan of a large spool', () => {
     try {
       await waitFor(() => s.spooler.fileCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
       expect(caughtUpAt).toEqual([false]);
+    } finally {
+      await s.spooler.close();
+    }
+  });
+
+  it("paces the next scan by the scan's own time, not by the reading between its slices", async () => {
+    // Every read takes 10 ms of the manual clock; a stat takes none. The
+    // next scan may start SCAN_GAP_FACTOR x the scan's duration after it:
+    // counted with the 10 s of reading in between, a poke would wait ~40 s.
+    const clock = new ManualClock();
+    const s = await setup({}, { clock, waitForRoom: async () => clock.advance(10) });
+    let listings = 0;
+    s.internals.listCandidates = () => {
+      listings++;
+      return s.realList();
+    };
+    await writeFiles(s.spool);
+    s.spooler.start();
+    try {
+      await waitFor(() => s.spooler.fileCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
+      expect(listings).toBe(1);
+      s.spooler.poke();
+      await waitFor(() => listings === 2, 'the next scan at once on a poke (the clock does not move)');
     } finally {
       await s.spooler.close();
     }
