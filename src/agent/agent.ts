@@ -56,6 +56,8 @@ export interface AgentDeps {
   random?: () => number;
   /** Periodic rescan of the spool (the backstop for missed watch events). */
   rescanMs?: number;
+  /** Paths a scan looks at before reading in between (tests: 1, so that reading interleaves with every scan). */
+  scanSlice?: number;
   /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
@@ -337,6 +339,7 @@ export class Agent {
       idleMs: c.spool.idle_ms,
       maxLineBytes: c.spool.max_line_bytes,
       rescanMs: deps.rescanMs ?? 1000,
+      scanSlice: deps.scanSlice,
       waitForRoom: () => this.pipeline.waitForRoom(),
       hasRoom: () => this.pipeline.hasRoom,
       watch: deps.watch ?? true,

@@ -60,8 +60,9 @@ export class Discovery {
     // A slice at a time: stat its paths, then read the first bytes of the
     // files not yet tracked, SCAN_CONCURRENCY at a time; the decisions stay
     // in path order, one file after another.
-    for (let from = 0; from < candidates.length; from += SCAN_SLICE) {
-      const slice = candidates.slice(from, from + SCAN_SLICE);
+    const sliceLen = this.o.scanSlice ?? SCAN_SLICE;
+    for (let from = 0; from < candidates.length; from += sliceLen) {
+      const slice = candidates.slice(from, from + sliceLen);
       const stats = await mapLimit(slice, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
       const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i) => {
         const st = stats[i];
@@ -74,7 +75,7 @@ export class Discovery {
         const key = await this.track(slice[i]!.p, slice[i]!.ds, st, heads[i] ?? null);
         if (key) seen.add(key);
       }
-      if (betweenSlices && from + SCAN_SLICE < candidates.length) await betweenSlices();
+      if (betweenSlices && from + sliceLen < candidates.length) await betweenSlices();
     }
     for (const t of this.tailers.list()) {
       if (!seen.has(t.key) && !t.detached && !t.finished) await this.rotation.detach(t);

@@ -40,6 +40,8 @@ export interface SpoolerOptions {
   hasRoom?: () => boolean;
   events: SpoolerEvents;
   watch: boolean;
+  /** Paths a scan looks at before reading in between (discovery.ts SCAN_SLICE when absent); tests make it small. */
+  scanSlice?: number;
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
   listFiles?: typeof listFiles;
 }
