@@ -63,6 +63,8 @@ export interface AgentDeps {
   onFatal?: (err: unknown) => void;
   /** The number of files followed or tracked, on every tick (V8's heap growth follows it: util/heap-growth.ts). */
   onStateSize?: (files: number) => void;
+  /** A compressed body's `bytes` of native memory are no longer referenced (util/scavenge.ts gives them back). */
+  onBodyDropped?: (bytes: number) => void;
 }
 
 export class Agent {
@@ -270,6 +272,7 @@ export class Agent {
       maxInFlight: () => this.sender.concurrencyLimit,
       maxInFlightCeiling: inFlightCeiling(c),
       recycle: (body) => this.batcher.recycle(body),
+      onBodyDropped: deps.onBodyDropped,
       openBytes: () => this.batcher.openBytes,
       maxOpenBytes: c.batch.max_open_bytes,
       maxBatchBytes: c.batch.max_bytes,

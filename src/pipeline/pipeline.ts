@@ -69,6 +69,8 @@ export class Pipeline implements LongLived {
       maxInFlightCeiling: number;
       /** Take back an uncompressed body once it is compressed. */
       recycle: (body: Buffer) => void;
+      /** The codec's output of `bytes` was copied into the body pool and dropped (util/scavenge.ts gives its memory back). */
+      onBodyDropped?: (bytes: number) => void;
       /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
       openBytes: () => number;
       maxOpenBytes: number;
@@ -226,7 +228,9 @@ export class Pipeline implements LongLived {
     const sameMemory = body.buffer === batch.body.buffer;
     if (!sameMemory) {
       this.o.recycle(batch.body);
+      const dropped = body.length;
       body = this.bodies.copy(body);
+      this.o.onBodyDropped?.(dropped);
     }
     batch.body = EMPTY;
     try {

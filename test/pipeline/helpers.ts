@@ -60,13 +60,14 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; scanSlice?: number } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number) => void; scanSlice?: number } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),
     clock: opts.clock,
     rescanMs: opts.rescanMs ?? 50,
     onStateSize: opts.onStateSize,
+    onBodyDropped: opts.onBodyDropped,
     scanSlice: opts.scanSlice,
     onFatal: (err) => {
       fatal = err;
