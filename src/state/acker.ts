@@ -73,8 +73,13 @@ export class Acker implements StateWrites, LongLived {
   private checkpointFault: StateFault = null;
   private checkpointing: Promise<void> | null = null;
   private destroyed = false;
-  /** The first tick with anything journaled checkpoints at once. */
-  private lastCheckpointAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The store wrote a checkpoint as it loaded (state/store.ts), just before
+   * the acker was made: the next one follows the rules below from there, not
+   * at the first tick (with 10,000 files, a rewrite of megabytes while the
+   * agent starts).
+   */
+  private lastCheckpointAt: number;
   /** The journals' size at the last tick, and when it last changed. */
   private journaledBefore = 0;
   private journalGrewAt = Number.NEGATIVE_INFINITY;
@@ -85,7 +90,9 @@ export class Acker implements StateWrites, LongLived {
   constructor(
     private readonly state: CheckpointedState,
     private readonly o: { clock: Clock; log: Logger; stateDir: string; events: AckerEvents },
-  ) {}
+  ) {
+    this.lastCheckpointAt = o.clock.now();
+  }
 
   /** The state faults now, each once (readiness reasons). */
   get faults(): Array<Exclude<StateFault, null>> {
