@@ -99,3 +99,45 @@ describe('QueueReplayer: destroy', () => {
     }
   });
 });
+
+describe('QueueReplayer: wake-ups', () => {
+  it('a batch queued while every loop looks and finds nothing is sent, not left until the next poke', async () => {
+    const h = await harness();
+    const queue = await RetryQueue.open(await tempDir(), 1e9, () => undefined);
+    // Each loop's take() finds the queue empty, then is held there until the test lets both go on.
+    let looking = 0;
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let holding = true;
+    const seen = new Proxy(queue, {
+      get(target, key) {
+        if (key === 'take') {
+          return async (passOver?: (ds: string) => boolean) => {
+            const rec = await target.take(passOver);
+            if (rec || !holding) return rec;
+            looking++;
+            await held;
+            return rec;
+          };
+        }
+        const v = Reflect.get(target, key) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const r = await replayerFor(h, seen);
+    try {
+      await settle(() => looking === REPLAY_CONCURRENCY, 'every loop looking, the queue empty');
+      // The pipeline queues a batch and pokes while the loops look.
+      await enqueue(h, queue, 'ev', 7);
+      r.replayer.poke();
+      holding = false;
+      letGo();
+      await settle(() => r.delivered.includes(7), 'the batch queued while the loops looked delivered');
+      expect(h.emu.stats().rows).toEqual({ ev: 2 });
+    } finally {
+      void h.sender.close();
+      await r.replayer.close();
+      await queue.close();
+    }
+  });
+});
