@@ -16,7 +16,7 @@
 //
 // Node lets a program start a collection only with --expose-gc. Set at run
 // time, the flag gives the function to contexts made afterwards
-// (vm.runInNewContext('gc'), as Jest does for --logHeapUsage); where that
+// (vm.runInNewContext('gc'), as jest-leak-detector does); where that
 // fails, the collections stay V8's own.
 import v8 from 'node:v8';
 import vm from 'node:vm';
