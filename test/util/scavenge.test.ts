@@ -3,6 +3,7 @@
 // (in a later turn) once SCAVENGE_AFTER_BYTES of them are dropped.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { SCAVENGE_AFTER_BYTES, Scavenger, youngCollection } from '../../src/util/scavenge.js';
 import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
@@ -43,10 +44,11 @@ describe('scavenger', () => {
     expect(queued).toHaveLength(0);
   });
 
-  it('Node 20 and later give the young-generation collection at run time', () => {
+  it('Node 20 and later give the young-generation collection at run time, and to no context made afterwards', () => {
     const collect = youngCollection();
     expect(collect).toBeTypeOf('function');
     collect!();
+    expect(vm.runInNewContext('typeof gc')).toBe('undefined');
   });
 
   it("the agent reports every compressed body it drops: their bytes are the requests' bodies on the wire", async () => {
