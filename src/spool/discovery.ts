@@ -53,10 +53,15 @@ export class Discovery {
     const seen = new Set<string>();
     const candidates: Array<{ p: string; ds: string }> = [];
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
+    const links: Array<{ p: string; ds: string }> = [];
     for (const p of listed.paths) {
       const ds = this.o.router.route(p);
-      if (ds && (!this.o.admission || (await this.o.admission.admit(p, listed.links.get(p) ?? null)))) candidates.push({ p, ds });
+      const link = listed.links.get(p) ?? null;
+      if (ds && (!this.o.admission || (await this.o.admission.admit(p, link)))) (link ? links : candidates).push({ p, ds });
     }
+    // Paths through a symlink after the others: a file listed under both
+    // (current.ndjson -> 2026-11-25.ndjson) is found at its own name.
+    candidates.push(...links);
     // A slice at a time: stat its paths, then read the first bytes of the
     // files not yet tracked, SCAN_CONCURRENCY at a time; the decisions stay
     // in path order, one file after another.
@@ -72,6 +77,11 @@ export class Discovery {
       for (let i = 0; i < slice.length; i++) {
         const st = stats[i];
         if (!st?.isFile()) continue;
+        // Another name of a file this scan has already found under a name
+        // before it: the file stays at that one (moving it to each name in
+        // turn journaled two path changes per scan).
+        const found = this.tailers.ofInode(st.dev, st.ino);
+        if (found && seen.has(found.key) && found.path !== slice[i]!.p) continue;
         const key = await this.track(slice[i]!.p, slice[i]!.ds, st, heads[i] ?? null);
         if (key) seen.add(key);
       }

@@ -70,5 +70,5 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     while (await internals.readRound());
     batcher.closeAll();
   };
-  return { spool, spooler, batcher, internals, realList, readAll, closed };
+  return { spool, stateDir: path.join(dir, 'state'), store, spooler, batcher, internals, realList, readAll, closed };
 }
