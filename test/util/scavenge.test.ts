@@ -59,8 +59,10 @@ describe('scavenger', () => {
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
     const dropped: number[] = [];
     await startAgent(config, { onBodyDropped: (b) => dropped.push(b) });
-    await waitFor(() => rows(emu, dir, 'ev').length === 2000, 'all 2,000 rows at the emulator');
-    const bodies = emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
+    const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
+    // The emulator records a request once its answer is out, after storing its rows.
+    await waitFor(() => rows(emu, dir, 'ev').length === 2000 && accepted().length === dropped.length, 'all 2,000 rows at the emulator, every request recorded');
+    const bodies = accepted();
     expect(bodies.length).toBeGreaterThan(5);
     expect(bodies.every((r) => r.contentEncoding === 'zstd')).toBe(true);
     expect(dropped.sort((a, b) => a - b)).toEqual(bodies.map((r) => r.bodyBytes).sort((a, b) => a - b));
