@@ -48,19 +48,19 @@ export class Scavenger {
   constructor(
     private readonly collect: Collect | undefined,
     private readonly later: (f: () => void) => void = (f) => void setImmediate(f),
-    private readonly threshold = SCAVENGE_AFTER_BYTES,
   ) {}
 
   /** `bytes` of native memory are no longer referenced. */
   dropped(bytes: number): void {
-    if (!this.collect) return;
+    const collect = this.collect;
+    if (!collect) return;
     this.pending += bytes;
-    if (this.pending < this.threshold || this.scheduled) return;
+    if (this.pending < SCAVENGE_AFTER_BYTES || this.scheduled) return;
     this.scheduled = true;
     this.later(() => {
       this.scheduled = false;
       this.pending = 0;
-      this.collect!();
+      collect();
     });
   }
 }
