@@ -135,9 +135,12 @@ export class Agent {
   private async init(): Promise<void> {
     const { config: c, deps, parts } = this;
     try {
-      // The admin address first: a start refused for its config (a taken
-      // port) must create nothing (no state_dir, checkpoint or journal).
+      // The admin address and the token first: a start refused for its
+      // config (a taken port, no token, an unreadable token_file) must
+      // create nothing (no state_dir, checkpoint or journal). The embedded
+      // emulator's token comes with it, in connect().
       await this.startAdmin();
+      if (c.api.base_url !== 'embedded') this.token = await TokenSource.create(c.api.token, c.api.token_file);
       this.lock = await acquireLock(c.state_dir);
       parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
@@ -232,7 +235,6 @@ export class Agent {
       this.token = await TokenSource.create(this.embedded.token, null);
       log.info({ url: baseUrl }, 'embedded emulator started');
     } else {
-      this.token = await TokenSource.create(c.api.token, c.api.token_file);
       if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
         log.warn({ event: 'token_file_readable', file: c.api.token_file }, 'api.token_file can be read by other users; chmod 600 it (or 640 for a group you trust)');
       }

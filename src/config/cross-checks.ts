@@ -15,10 +15,21 @@ export interface CrossResult {
 
 type Usable = (...keyPaths: string[]) => boolean;
 
-export function crossCheck(c: Config, failed: ReadonlySet<string>, origins: Origins): CrossResult {
+/**
+ * `tokenRequired`: the command sends (run, send, dead-letter replay) or checks
+ * for one that does (check-config): no token is a problem, as SPEC's default
+ * `token: ${SPOOLSHIP_TOKEN}` with the variable unset is; elsewhere a warning.
+ */
+export function crossCheck(c: Config, failed: ReadonlySet<string>, origins: Origins, tokenRequired = false): CrossResult {
   const usable: Usable = (...paths) => paths.every((p) => !failed.has(p));
-  return { problems: problems(c, usable, origins), warnings: warnings(c, usable) };
+  const noToken = usable('api.base_url', 'api.token', 'api.token_file') && c.api.base_url !== 'embedded' && c.api.token === null && c.api.token_file === null;
+  const out = { problems: problems(c, usable, origins), warnings: warnings(c, usable) };
+  if (noToken && tokenRequired) out.problems.unshift({ path: 'api.token', value: null, why: `${NO_TOKEN}: set api.token, api.token_file or the SPOOLSHIP_TOKEN environment variable (not set)` });
+  else if (noToken) out.warnings.push(`${NO_TOKEN}: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one`);
+  return out;
 }
+
+const NO_TOKEN = 'no API token';
 
 function problems(c: Config, usable: Usable, origins: Origins): ConfigProblem[] {
   const out: ConfigProblem[] = [];
@@ -80,8 +91,5 @@ function apiWarnings(c: Config): string[] {
     out.push(`api.base_url is the placeholder ${DEFAULTS.api.base_url}; set it to the API host of your Workspace's region`);
   }
   if (/\/v0$/.test(c.api.base_url)) out.push('api.base_url ends in /v0; spoolship adds /v0/events itself, so give the host only');
-  if (c.api.token === null && c.api.token_file === null) {
-    out.push('no API token: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one');
-  }
   return out;
 }

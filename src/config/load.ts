@@ -24,6 +24,8 @@ export interface LoadConfigOptions extends LocateOptions {
   unusedKeys?: readonly string[];
   /** Called for every warning, also when loading then fails (a misspelt SPOOLSHIP_* may be why). */
   onWarning?: (message: string) => void;
+  /** The command sends, or checks for one that does: no API token is a problem, not a warning. */
+  tokenRequired?: boolean;
 }
 
 export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
@@ -46,6 +48,7 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     pendingProblems: pending.filter((p) => !(opts.unusedKeys ?? []).some((k) => p.path === k || p.path.startsWith(`${k}.`))),
     referencedVariables: referenced,
     onWarning: opts.onWarning,
+    tokenRequired: opts.tokenRequired,
   });
   return {
     config: resolved.config,
@@ -89,6 +92,8 @@ export interface ResolveOptions {
   referencedVariables?: ReadonlySet<string>;
   /** Called for every warning, also when the config is then rejected. */
   onWarning?: (message: string) => void;
+  /** No API token is a problem (LoadConfigOptions.tokenRequired). */
+  tokenRequired?: boolean;
 }
 
 /**
@@ -113,7 +118,7 @@ export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Re
   });
   const reported = new Set(pending.map(({ key }) => key));
   const v = validateTree(raw, { cwd: opts.cwd, baseDir: opts.baseDir, origins, reported });
-  const cross = crossCheck(v.config, new Set([...v.failed, ...reported]), origins);
+  const cross = crossCheck(v.config, new Set([...v.failed, ...reported]), origins, opts.tokenRequired);
   const allWarnings = [...warnings, ...cross.warnings];
   for (const w of allWarnings) opts.onWarning?.(w);
   const secrets = secretValues(opts.env, opts.referencedVariables ?? []);

@@ -107,15 +107,17 @@ function scalar(value: unknown, type: string | undefined, source: string | undef
  * A value given as text (a `${VAR}` result, a SPOOLSHIP_* variable) read as
  * YAML: `250` a number, `true` a boolean, `null` null, `[a, b]` a list; ""
  * stays "" (admin.listen: "" disables; optional strings take it as null).
- * Text that reads as a string is kept verbatim (a token such as `abc #1`
- * must not lose its " #1" to YAML's comment rule); so is text that is not
- * valid YAML (a token starting with `@`), for the key's own check to judge.
+ * Plain text that reads as a string is kept verbatim (a token such as `abc #1`
+ * must not lose its " #1" to YAML's comment rule), and so is text that is not
+ * valid YAML (a token starting with `@`), for the key's own check to judge;
+ * quoted text is the string inside the quotes (`"debug"` is debug, `""` is "").
  */
 export function readYamlText(text: string): unknown {
   if (text === '') return '';
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) return text;
   const { value } = documentToRaw(doc, null);
-  if (typeof value === 'string') return text;
+  // A quoted string ('"debug"', '""') is the string inside the quotes.
+  if (typeof value === 'string') return isScalar(doc.contents) && doc.contents.type !== 'PLAIN' ? value : text;
   return value instanceof TypedScalar ? new TypedScalar(value.value, text) : value;
 }

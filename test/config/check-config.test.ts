@@ -38,6 +38,21 @@ describe('spoolship check-config (built CLI)', () => {
     expect(r.stderr).toContain('spoolship check-config: warning: SPOOLSHIP_BATCH_LINGER names no config key');
   });
 
+  it('no API token is a problem (exit 2, as run refuses to start), with every other problem; none is needed for embedded', () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'c.yaml', 'api:\n  base_url: https://api.eu.example.com\nbatch:\n  linger_ms: soon\n');
+    const r = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`invalid configuration in ${file} (2 problems)`);
+    expect(r.stderr).toContain('api.token: null: no API token: set api.token, api.token_file or the SPOOLSHIP_TOKEN environment variable (not set)');
+    expect(r.stderr).toContain('batch.linger_ms: "soon"');
+    const embedded = writeFile(dir, 'e.yaml', 'api:\n  base_url: embedded\n');
+    expect(runCli(['check-config', '-c', embedded], { cwd: dir }).code).toBe(0);
+    const withFile = writeFile(dir, 'f.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${dir}/token\n`);
+    expect(runCli(['check-config', '-c', withFile], { cwd: dir }).code).toBe(0);
+  });
+
   it('finds ./config/spoolship.yaml from the working directory (the quick start) with no env', () => {
     const r = runCli(['check-config'], { cwd: ROOT });
     expect(r.code).toBe(0);
@@ -50,7 +65,7 @@ describe('spoolship check-config (built CLI)', () => {
   it('uses SPOOLSHIP_CONFIG, and exits 2 when the named file does not exist', () => {
     const dir = tempDir();
     const file = writeFile(dir, 'x.yaml', 'batch:\n  linger_ms: 7\n');
-    const ok = runCli(['check-config'], { cwd: dir, env: { SPOOLSHIP_CONFIG: file } });
+    const ok = runCli(['check-config'], { cwd: dir, env: { SPOOLSHIP_CONFIG: file, SPOOLSHIP_TOKEN: 't' } });
     expect(ok.code).toBe(0);
     expect(parse(ok.stdout).batch.linger_ms).toBe(7);
     const missing = runCli(['check-config', '-c', 'nope.yaml'], { cwd: dir });

@@ -53,6 +53,24 @@ describe('SPOOLSHIP_* environment overrides', () => {
     expect(config.limits.budget_id).toBeNull();
   });
 
+  it('read a quoted value as the YAML string it is: the quotes are not part of it', () => {
+    const dir = tempDir();
+    const { config } = load({
+      cwd: dir,
+      env: { SPOOLSHIP_LOG__LEVEL: '"debug"', SPOOLSHIP_ADMIN__LISTEN: '""', SPOOLSHIP_LIMITS__BUDGET_ID: "'team a'", SPOOLSHIP_CLUSTERS__ORG: '"12345"' },
+    });
+    expect(config.log.level).toBe('debug');
+    expect(config.admin.listen).toBe('');
+    expect(config.limits.budget_id).toBe('team a');
+    expect(config.clusters.org).toBe('12345');
+  });
+
+  it('keep plain text verbatim: a token is not cut at " #"', () => {
+    const dir = tempDir();
+    const { config } = load({ cwd: dir, env: { SPOOLSHIP_API__TOKEN: 'abc #1' } });
+    expect(config.api.token).toBe('abc #1');
+  });
+
   it('keep the text of string keys that YAML would read as numbers', () => {
     const dir = tempDir();
     const { config } = load({ cwd: dir, env: { SPOOLSHIP_API__TOKEN: '00123', SPOOLSHIP_CLUSTERS__ORG: '1e3' } });

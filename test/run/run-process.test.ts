@@ -154,4 +154,24 @@ describe('spoolship run (process)', () => {
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
   });
+
+  it.each([
+    ['no token at all', '', 'api.token: null: no API token'],
+    ['a token_file that does not exist', '  token_file: ./missing-token\n', 'api.token_file: "'],
+  ])('exits 2 with %s, naming the key, and creates no state_dir', async (_what, tokenLines, message) => {
+    const { dir, emu } = await setup();
+    await writeFile(
+      path.join(dir, 'cfg.yaml'),
+      `api:\n  base_url: ${emu.url}\n${tokenLines}spool:\n  dir: ./spool\nstate_dir: ./state\nadmin:\n  listen: ""\nlog:\n  format: json\n`,
+    );
+    const env = { ...process.env };
+    delete env.SPOOLSHIP_TOKEN;
+    const child = spawn(process.execPath, [CLI, 'run', '-c', path.join(dir, 'cfg.yaml')], { cwd: dir, env });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain(message);
+    expect(existsSync(path.join(dir, 'state'))).toBe(false);
+  });
 });

@@ -68,6 +68,7 @@ const command: Command = {
       env: io.env,
       cwd: io.cwd,
       onWarning: (w) => io.stderr.write(`spoolship check-config: warning: ${w}\n`),
+      tokenRequired: true,
     });
     io.stdout.write(renderEffectiveConfig(loaded));
     const layout = await checkLayout(loaded.config.spool.dir);

@@ -80,6 +80,7 @@ const command: Command = {
       env: io.env,
       cwd: io.cwd,
       unusedKeys: verb === 'replay' ? [] : TOKEN_KEYS,
+      tokenRequired: verb === 'replay',
       onWarning: verb === 'replay' ? (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`) : undefined,
     });
     if (verb === 'purge') return purge(config, filter, values.json === true, values.yes === true, io);

@@ -96,7 +96,7 @@ class Daemon {
     log.info({ signal: 'SIGHUP', file: this.loaded.file }, 'reloading the config and the token file');
     let next: LoadedConfig;
     try {
-      next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd });
+      next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd, tokenRequired: true });
     } catch (err) {
       if (!(err instanceof SpoolshipError)) throw err;
       log.error({ event: 'reload_rejected', problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
@@ -142,7 +142,7 @@ const command: Command = {
   usage,
   async run(argv, io) {
     const { values } = parseCommandArgs('run', argv, { config: { type: 'string', short: 'c' } });
-    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true });
     const log = createLogger(loaded.config.log, io.stderr);
     for (const w of loaded.warnings) log.warn(w);
     if (!memorySettingsApplied(io.env, process.execArgv)) {

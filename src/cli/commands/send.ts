@@ -76,7 +76,7 @@ const command: Command = {
     if (!ds) throw new UsageError("missing -d DATASOURCE; see 'spoolship send --help'");
     if (!DATASOURCE_NAME.test(ds)) throw new UsageError(`-d ${JSON.stringify(ds)}: a Data Source name is letters, digits and _ , not starting with a digit`);
     const inputs = inputsFrom(positionals, io);
-    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd });
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true });
     const c = loaded.config;
     const log = createLogger({ ...c.log, level: 'warn' }, io.stderr);
     let baseUrl = c.api.base_url;
