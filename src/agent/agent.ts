@@ -408,6 +408,7 @@ export class Agent {
       onQueueChange: () => this.queueReport.update(),
       pathOf: (k) => this.pathOf(k),
       deadLetterMaxBytes: this.config.dead_letter.max_bytes,
+      status: () => this.status(),
     });
     this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
     this.parts.add('control socket', this.control);

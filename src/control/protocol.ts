@@ -18,8 +18,17 @@ export function controlSocketPath(stateDir: string): string {
   return path.join(stateDir, CONTROL_SOCKET);
 }
 
-/** `dead_letters_changed`: a replay or purge removed records; the agent counts its dead-letter store again. */
-export type ControlRequest = { op: 'queue_list'; datasource?: string } | { op: 'queue_dead_letter'; ids: number[]; datasource?: string } | { op: 'dead_letters_changed' };
+/**
+ * `dead_letters_changed`: a replay or purge removed records; the agent counts
+ * its dead-letter store again. `status`: the report /status serves, for
+ * `spoolship status` when the admin endpoint cannot be asked (disabled, or
+ * port 0).
+ */
+export type ControlRequest =
+  | { op: 'queue_list'; datasource?: string }
+  | { op: 'queue_dead_letter'; ids: number[]; datasource?: string }
+  | { op: 'dead_letters_changed' }
+  | { op: 'status' };
 
 /** One batch of `spoolship queue list --json`. */
 export interface QueueRow {
@@ -43,4 +52,9 @@ export interface MoveSummary {
 }
 
 /** `code`: the command's exit code for a refusal (1: unknown ID, does not fit, agent stopping). */
-export type ControlAnswer = { ok: true; rows: QueueRow[] } | ({ ok: true } & MoveSummary) | { ok: true; dead_letter_bytes: number } | { ok: false; code: number; error: string };
+export type ControlAnswer =
+  | { ok: true; rows: QueueRow[] }
+  | ({ ok: true } & MoveSummary)
+  | { ok: true; dead_letter_bytes: number }
+  | { ok: true; report: unknown }
+  | { ok: false; code: number; error: string };

@@ -1,6 +1,8 @@
 // `spoolship queue list|dead-letter` against the running agent (the control
 // channel, protocol.ts): the batches queued on disk or held by a park, and
-// an operator's way out for a batch the platform will never accept.
+// an operator's way out for a batch the platform will never accept. (The
+// channel's two other requests are answered here too: the status report, and
+// a recount of the dead-letter store.)
 //
 // A batch is in one of three places: a disk queue record nobody sends now
 // (moved here directly: leased from the replayer, its lines dead-lettered,
@@ -39,6 +41,8 @@ export interface QueueOpsDeps {
   pathOf: (key: string) => string | undefined;
   /** dead_letter.max_bytes (logged when a replay or purge changed the store). */
   deadLetterMaxBytes: number;
+  /** The agent's /status report (`spoolship status` asks here when the admin endpoint cannot be asked). */
+  status: () => unknown;
 }
 
 interface Found {
@@ -57,6 +61,7 @@ export class QueueOps {
 
   handle(req: ControlRequest): Promise<ControlAnswer> {
     if (req.op === 'dead_letters_changed') return this.recountDeadLetters();
+    if (req.op === 'status') return Promise.resolve({ ok: true, report: this.d.status() });
     const run = this.chain.then(() => (req.op === 'queue_list' ? this.list(req.datasource) : this.move(req.ids, req.datasource)));
     this.chain = run.catch(() => undefined);
     return run;

@@ -90,6 +90,7 @@ function parseRequest(line: string): ControlRequest | string {
   const datasource = r.datasource as string | undefined;
   if (r.op === 'queue_list') return { op: 'queue_list', datasource };
   if (r.op === 'dead_letters_changed') return { op: 'dead_letters_changed' };
+  if (r.op === 'status') return { op: 'status' };
   if (r.op === 'queue_dead_letter') {
     if (!Array.isArray(r.ids) || !r.ids.every((x) => Number.isSafeInteger(x) && (x as number) >= 0)) return 'ids must be batch ids';
     return { op: 'queue_dead_letter', ids: r.ids as number[], datasource };

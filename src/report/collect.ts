@@ -1,10 +1,13 @@
 // Where `spoolship status` gets its report: the running agent's /status at
-// admin.listen when it answers for this state_dir, else the state_dir itself
+// admin.listen when it answers for this state_dir, else the same report
+// through the agent's control socket in state_dir (admin.listen disabled, or
+// port 0: its address is known only to the agent), else the state_dir itself
 // (read-only, state-reader.ts) plus the lock file's holder. The report says
 // which source was used and why the agent was not asked.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { parseListen } from '../admin/server.js';
+import { askControl } from '../control/client.js';
 import type { Config } from '../config/types.js';
 import { FatalIoError, SpoolshipError } from '../errors.js';
 import { checkLayout } from '../spool/layout.js';
@@ -51,13 +54,28 @@ export async function askAgent(config: Readonly<Config>, timeoutMs = ADMIN_TIMEO
 export async function collectStatus(config: Readonly<Config>, now: () => Date = () => new Date()): Promise<StatusReport> {
   const answer = await askAgent(config);
   if (answer.kind === 'report') return answer.report;
+  const viaControl = await askControlSocket(config);
+  if (viaControl.kind === 'report') return viaControl.report;
   try {
-    return await reportFromStateDir(config, answer.why, now());
+    return await reportFromStateDir(config, `${answer.why}; ${viaControl.why}`, now());
   } catch (err) {
     if (err instanceof SpoolshipError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new FatalIoError(`cannot read state_dir ${config.state_dir} (${code}); check its permissions, or run status as the agent's user`, err);
   }
+}
+
+/** The agent's report through its control socket (protocol.ts); unavailable when no agent runs on this state_dir. */
+async function askControlSocket(config: Readonly<Config>): Promise<AdminAnswer> {
+  let answer;
+  try {
+    answer = await askControl(config.state_dir, { op: 'status' }, ADMIN_TIMEOUT_MS);
+  } catch (err) {
+    return { kind: 'unavailable', why: (err as Error).message };
+  }
+  if (answer === null) return { kind: 'unavailable', why: 'no agent listens on the control socket' };
+  if (answer.ok && 'report' in answer && isStatusReport(answer.report)) return { kind: 'report', report: answer.report };
+  return { kind: 'unavailable', why: `the control socket's answer is not a spoolship status (version ${STATUS_VERSION})` };
 }
 
 export async function reportFromStateDir(config: Readonly<Config>, adminError: string | null, at: Date): Promise<StatusReport> {

@@ -25,7 +25,9 @@ export function describeSource(r: StatusReport): string {
   const a = r.agent;
   if (r.source === 'agent') {
     const ready = a.ready ? 'ready' : `NOT ready (${a.reasons.join(', ')})`;
-    return `source: running agent (pid ${a.pid}) at ${a.admin_url}/status; ${ready}; api ${a.api}`;
+    // No admin endpoint: the report came through the control socket (collect.ts).
+    const where = a.admin_url === null ? 'through its control socket' : `at ${a.admin_url}/status`;
+    return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${a.api}`;
   }
   const running = a.running ? `agent running (pid ${a.pid}), but ${a.admin_error}` : `agent not running (${a.admin_error ?? 'no admin endpoint'})`;
   return `source: state_dir ${r.state_dir}, read from disk; ${running}`;

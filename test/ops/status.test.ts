@@ -170,24 +170,26 @@ describe('status from the state dir', () => {
     expect(snapshot(state)).toEqual(before);
   });
 
-  it('while the agent runs without an admin endpoint: names the lock holder and follows the journal', async () => {
+  it.each([
+    ['disabled', ''],
+    ['on port 0 (its address known only to the agent)', '127.0.0.1:0'],
+  ])("while the agent runs with admin.listen %s: the agent's own report, through the control socket in state_dir", async (_what, listen) => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     const file = path.join(dir, 'spool', 'app', 'a.ndjson');
     await writeLines(file, Array.from({ length: 30 }, (_, i) => JSON.stringify({ i })));
-    await startAgent(configFor(dir, emu));
-    const cfg = await writeConfig(dir, emu);
+    await startAgent(configFor(dir, emu, { admin: { listen } }));
+    const cfg = await writeConfig(dir, emu, { admin: { listen } });
     const size = statSync(file).size;
-    // Acks reach the journal within 100 ms (group commit); poll the CLI until it shows them.
     const report = await waitFor(async () => {
       const r = await statusJson(cfg, dir);
-      return r.datasources[0]?.bytes_committed === size ? r : null;
-    }, 'committed in the journal');
-    expect(report!.source).toBe('state_dir');
-    expect(report!.agent).toMatchObject({ running: true, pid: process.pid, admin_error: 'admin.listen is disabled' });
-    expect(report!.datasources[0]).toMatchObject({ bytes_behind: 0, files: [{ path: file, size, committed: size }] });
+      return r.datasources[0]?.lines_acked === 30 ? r : null;
+    }, 'every line acknowledged, as the agent counts them');
+    expect(report!.source).toBe('agent');
+    expect(report!.agent).toMatchObject({ running: true, pid: process.pid, ready: true });
+    expect(report!.datasources[0]).toMatchObject({ datasource: 'app', lines_read: 30, lines_acked: 30, bytes_behind: 0, files: [{ path: file, size, committed: size }] });
     const table = await runCli(['status', '-c', cfg], dir);
-    expect(table.stdout).toContain(`agent running (pid ${process.pid}), but admin.listen is disabled`);
+    expect(table.stdout).toContain(listen === '' ? `source: running agent (pid ${process.pid}) through its control socket; ready` : `source: running agent (pid ${process.pid}) at http://127.0.0.1:`);
   });
 
   it('after kill -9 with a request unanswered: the journal intent shows as a batch to resend, read but not committed', async () => {
@@ -245,7 +247,7 @@ describe('status from the state dir', () => {
     await writeLines(path.join(other, 'checkpoint.json.prev'), ['{"version":1,"journal_seq":0,"prev_journal_seq":0,"next_id":1,"files":[],"intents":[]}']);
     const report = await statusJson(cfg, dir);
     expect(report.source).toBe('state_dir');
-    expect(report.agent.admin_error).toBe(`the agent at ${agent.adminUrl} serves state_dir ${path.join(dir, 'state')}, not this config's`);
+    expect(report.agent.admin_error).toBe(`the agent at ${agent.adminUrl} serves state_dir ${path.join(dir, 'state')}, not this config's; no agent listens on the control socket`);
   });
 
   it('--watch repeats the report on a pipe and stops on SIGINT with exit 0', async () => {
