@@ -51,6 +51,10 @@ describe('spoolship queue (process)', () => {
     const unknown = await cli(['queue', 'dead-letter', '-c', cfg.configFile, String(listed[0]!.id), '99999'], dir);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('99999');
+    // An ID that is not a number names no batch either: exit 1, nothing moved.
+    const notAnId = await cli(['queue', 'dead-letter', '-c', cfg.configFile, String(listed[0]!.id), 'no-such-batch'], dir);
+    expect(notAnId.code).toBe(1);
+    expect(notAnId.stderr).toContain("no queued or parked batch 'no-such-batch'");
     expect(await listRows(cfg.configFile, dir)).toHaveLength(4);
 
     const first = String(listed[0]!.id);
@@ -131,6 +135,7 @@ describe('spoolship queue (process)', () => {
     }
     expect((await cli(['queue', 'dead-letter', '-c', cfg.configFile], dir)).code).toBe(2);
     expect((await cli(['queue', 'dead-letter', '-c', cfg.configFile, '99999'], dir)).code).toBe(1);
+    expect((await cli(['queue', 'dead-letter', '-c', cfg.configFile, 'abc'], dir)).code).toBe(1);
     const first = String(listed[0]!.id);
     const moved = await cli(['queue', 'dead-letter', '-c', cfg.configFile, first, '--json'], dir);
     expect(moved.code).toBe(0);

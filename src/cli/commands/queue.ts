@@ -69,14 +69,17 @@ const command: Command = {
     if (verb !== 'list' && verb !== 'dead-letter') {
       throw new UsageError(`${verb === undefined ? 'missing verb' : `unknown verb '${verb}'`}: use 'queue list' or 'queue dead-letter'; see 'spoolship queue --help'`);
     }
-    const parsedIds = ids.map((s) => {
-      if (!/^\d+$/.test(s)) throw new UsageError(`'${s}' is not a batch id (a number from 'spoolship queue list')`);
-      return Number(s);
-    });
-    if (verb === 'list' && parsedIds.length > 0) throw new UsageError(`queue list takes no IDs; use --datasource to select`);
-    if (verb === 'dead-letter' && parsedIds.length === 0 && values.datasource === undefined) {
+    if (verb === 'list' && ids.length > 0) throw new UsageError(`queue list takes no IDs; use --datasource to select`);
+    if (verb === 'dead-letter' && ids.length === 0 && values.datasource === undefined) {
       throw new UsageError('queue dead-letter needs batch IDs (from queue list) or --datasource DS');
     }
+    // An ID that is not a number names no batch: refused as an unknown ID is (exit 1, nothing moved).
+    const notIds = ids.filter((s) => !/^\d+$/.test(s));
+    if (notIds.length > 0) {
+      io.stderr.write(`spoolship queue dead-letter: no queued or parked batch ${notIds.map((s) => `'${s}'`).join(', ')} (batch ids are the numbers 'spoolship queue list' shows); nothing moved\n`);
+      return EXIT_FAILURE;
+    }
+    const parsedIds = ids.map(Number);
     // The queue commands never use the token, and the config's warnings concern run.
     const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
     const json = values.json === true;
