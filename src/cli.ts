@@ -13,6 +13,13 @@ if (process.argv[2] === 'run') reexecWithMemorySettings();
 // temp dirs just disable it. Commands load lazily, after this line.
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
+// A reader that goes away (`spoolship dead-letter list --json | head -1`) is
+// no error of ours: the rest of the output goes nowhere, the command
+// finishes what it does (a purge is not cut short) and exits as it would.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+});
+
 // State files (checkpoints, journals, the queue, dead letters: raw events)
 // are the owner's alone whatever the umask: files 0600, directories 0700. A
 // stricter umask set by a service manager stays.

@@ -271,6 +271,18 @@ describe('status from the state dir', () => {
     expect(p.stdout).toContain('no Data Sources yet');
   });
 
+  it('--watch stops quietly with exit 0 when its reader goes away (status --watch | head -1)', async () => {
+    const dir = await tempDir();
+    const cfg = await writeConfig(dir, null);
+    const cli = startCli(['status', '--watch', '--json', '-c', cfg], dir);
+    await waitFor(() => cli.stdout().includes('\n'), 'the first report');
+    // The reader closes its end of the pipe; the next report's write fails with EPIPE.
+    cli.child.stdout!.destroy();
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+  });
+
   it('--watch on a terminal clears and redraws in place; Ctrl-C stops it with exit 0', async () => {
     const dir = await tempDir();
     const cfg = await writeConfig(dir, null);

@@ -61,11 +61,19 @@ const command: Command = {
   },
 };
 
-/** Redraw until SIGINT; a failed read is shown in the frame and retried, not fatal. */
+/**
+ * Redraw until SIGINT, or until the reader goes away (`status --watch | head
+ * -1`: the write fails with EPIPE; src/cli.ts keeps that from crashing); a
+ * failed read is shown in the frame and retried, not fatal.
+ */
 async function watch(frame: () => Promise<string>, io: CliIo): Promise<void> {
   const ac = new AbortController();
   const onInterrupt = () => ac.abort();
+  const onOutputError = (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') ac.abort();
+  };
   process.on('SIGINT', onInterrupt);
+  io.stdout.on('error', onOutputError);
   const tty = io.stdout.isTTY === true;
   try {
     while (!ac.signal.aborted) {
@@ -82,6 +90,7 @@ async function watch(frame: () => Promise<string>, io: CliIo): Promise<void> {
     }
   } finally {
     process.off('SIGINT', onInterrupt);
+    io.stdout.off('error', onOutputError);
   }
 }
 
