@@ -151,8 +151,8 @@ export class QueueOps {
       summary.moved_batches++;
       summary.moved_lines += lines;
       summary.batches.push({ id: f.row.id, datasource: f.row.datasource, lines });
-      // A parked Data Source's next batch probes now: shipping goes on at once when the moved batch was the problem.
-      this.d.sender.wakeDataSource(f.row.datasource);
+      // The Data Source's park is released (its next batch, if any, probes now): shipping goes on at once when the moved batch was the problem.
+      this.d.sender.operatorMoved(f.row.datasource);
       this.d.log.warn(
         { event: 'batch_dead_lettered', batch: f.row.id, datasource: f.row.datasource, lines, reason: 'operator' },
         'an operator moved a batch to the dead-letter store (spoolship queue dead-letter); shipping goes on',

@@ -326,9 +326,17 @@ export class Sender implements LongLived {
     for (const p of this.dsParks.values()) p.wake();
   }
 
-  /** An operator moved batches of a parked Data Source away: let its next batch probe now. */
-  wakeDataSource(ds: string): void {
-    this.dsParks.get(ds)?.wake();
+  /**
+   * An operator moved batches of a Data Source away (`spoolship queue
+   * dead-letter` releases its park): with none of its batches left waiting
+   * here the park ends, since the batch it was about is gone; otherwise the
+   * next one probes now (one request, not every waiting batch at once).
+   */
+  operatorMoved(ds: string): void {
+    const park = this.dsParks.get(ds);
+    if (!park?.parked) return;
+    if ([...this.active.values()].some((c) => c.root.ds === ds)) park.wake();
+    else park.unpark();
   }
 
   /**

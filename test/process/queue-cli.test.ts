@@ -103,6 +103,9 @@ describe('spoolship queue (process)', () => {
     expect(moved.code, moved.stderr).toBe(0);
     expect(JSON.parse(moved.stdout)).toEqual({ moved_batches: rows.length, moved_lines: 120 });
     expect(await listRows(cfg.configFile, dir)).toEqual([]);
+    // The move released the park: nothing of ev waits any more, so /readyz is ready again at once.
+    expect(await metric(admin, 'spoolship_parked{reason="bad_request"}')).toBe(0);
+    expect(await (await fetch(`${admin}/readyz`)).json()).toEqual({ ready: true, reasons: [] });
     // The name was fine after all (the bad lines are gone): new lines ship without waiting for the 60 s probe.
     t.emu.setFaults([]);
     appendFileSync(file, lines('good', 0, 30));

@@ -28,6 +28,35 @@ describe('Sender.release', () => {
     expect(h.sender.parkedDataSources().get('ds')).toBe('bad_request');
   });
 
+  it("operatorMoved: the park ends once none of the Data Source's batches waits; with one still waiting, that one probes at once instead", async () => {
+    const h = await harness({ dataDir: null });
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]); // every line: request-level
+    const first = h.sender.deliver(await h.batch('ds', lines('a', 64), 1));
+    await settle(() => h.parks.length === 1, 'park');
+    const second = h.sender.deliver(await h.batch('ds', lines('b', 64), 2));
+    await settle(() => h.sender.held().length === 2 && h.clock.waiting > 0, 'both waiting while parked');
+    expect(await h.sender.release(1)!.wait()).toBe(64);
+    expect(await first).toBe('done');
+    h.emu.setFaults([]);
+    const sentBefore = h.sent.length;
+    h.sender.operatorMoved('ds');
+    // Batch 2 still waits: the Data Source stays parked, but its probe goes now, not 60 s later (the clock does not move).
+    expect(h.sender.parkedDataSources().get('ds')).toBe('bad_request');
+    expect(await second).toBe('done');
+    expect(h.sent.length).toBe(sentBefore + 1);
+    expect(h.sender.parkedDataSources().has('ds')).toBe(false);
+
+    // Parked again with nothing of it waiting once its batch is released: the move ends the park.
+    h.emu.setFaults([{ kind: 'reject_marker', marker: '"k"' }]);
+    const third = h.sender.deliver(await h.batch('ds', lines('c', 64), 3));
+    await settle(() => h.sender.parkedDataSources().get('ds') === 'bad_request' && h.clock.waiting > 0, 'parked again');
+    expect(await h.sender.release(3)!.wait()).toBe(64);
+    expect(await third).toBe('done');
+    expect(h.sender.parkedDataSources().get('ds')).toBe('bad_request');
+    h.sender.operatorMoved('ds');
+    expect(h.sender.parkedDataSources().has('ds')).toBe(false);
+  });
+
   it('a batch mid-bisection: the acknowledged half stays acknowledged; only the unresolved pieces and the isolated bad line are dead-lettered', async () => {
     const h = await harness({ dataDir: null });
     h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
