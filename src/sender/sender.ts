@@ -254,7 +254,7 @@ export class Sender implements LongLived {
       cap: auto ? cap : initial,
       onChange: (n) => {
         this.inFlight.setMax(n);
-        o.hooks.onInFlightLimit?.(n);
+        if (!this.narrowed) o.hooks.onInFlightLimit?.(n);
       },
     });
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
@@ -426,9 +426,9 @@ export class Sender implements LongLived {
     return this.inFlightBytes.waiting;
   }
 
-  /** Requests allowed in flight now (max_in_flight, or where auto stands). */
+  /** Requests allowed in flight now (max_in_flight, or where auto stands; 1 from a 413 until a success). */
   get concurrencyLimit(): number {
-    return this.concurrency.limit;
+    return this.narrowed ? 1 : this.concurrency.limit;
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
@@ -490,13 +490,18 @@ export class Sender implements LongLived {
     const work: Part[] = [whole];
     while (work.length > 0) {
       const part = this.nextPart(work, ctx);
-      if (ctx.opts.neverSent && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor()) {
+      if (this.overLearned(part, ctx)) {
         // Formed before the limit was learned and never sent: cut it now
         // instead of collecting one more 413.
         work.push(...(await this.split(part, await this.raw(part))).reverse());
         continue;
       }
       const v = ctx.released ? 'released' : await this.sendUntilFinal(part, ctx, part === whole);
+      if (v === 'over_learned') {
+        // A 413 of another batch lowered the limit while this piece waited for its turn.
+        work.push(part);
+        continue;
+      }
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
         for (const p of [part, ...work.splice(0)]) {
@@ -538,7 +543,7 @@ export class Sender implements LongLived {
     const { hooks } = this.o;
     if (v.kind === 'ack') {
       ctx.accepted = true;
-      this.narrowed = false;
+      this.narrow(false);
       if (ctx.holdsDsProbe) this.dsPark(part.ds).unpark();
       if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
       hooks.onAck(part.ds, part.lines, part.rawLen, v.quarantinedRows);
@@ -572,16 +577,32 @@ export class Sender implements LongLived {
     return null;
   }
 
+  /** One request at a time from a 413 until a success; spoolship_in_flight_limit shows it. */
+  private narrow(on: boolean): void {
+    if (this.narrowed === on) return;
+    this.narrowed = on;
+    this.o.hooks.onInFlightLimit?.(on ? 1 : this.concurrency.limit);
+  }
+
+  /**
+   * The piece is larger than the learned limit and may still be cut: none of
+   * its batch's attempts has an unknown outcome, so nothing of it can have
+   * been stored and a retry need not be byte-identical.
+   */
+  private overLearned(part: Part, ctx: Ctx): boolean {
+    return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
+  }
+
   /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
   private lowerLearned(rejectedRawLen: number): void {
     const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
     this.learned = { bytes, since: this.o.clock.now() };
-    this.narrowed = true;
+    this.narrow(true);
     this.o.hooks.onLearnedLimit?.(bytes);
   }
 
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
-  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released'> {
+  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
     let attempt = 0;
     let afterGoaway = false;
     const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
@@ -592,6 +613,7 @@ export class Sender implements LongLived {
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
       const outcome = await this.request(part, probe, ctx);
+      if (outcome === 'over_learned') return outcome;
       if (outcome === null) {
         // Parked or stopping while waiting for a slot: not sent; decide again.
         if (probe) this.budgetPark.probeDone(false);
@@ -704,11 +726,20 @@ export class Sender implements LongLived {
     }
   }
 
-  /** One request; null when the budget got parked (or the sender stopped) while this one waited for its slot. */
-  private async request(part: Part, isProbe: boolean, ctx: Ctx): Promise<SendOutcome | null> {
+  /**
+   * One request; null when the budget got parked (or the sender stopped)
+   * while this one waited for its slot; 'over_learned' when a 413 lowered the
+   * learned limit below this piece meanwhile (the caller cuts it).
+   */
+  private async request(part: Part, isProbe: boolean, ctx: Ctx): Promise<SendOutcome | null | 'over_learned'> {
     await this.inFlight.acquire();
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
+    if (!isProbe && this.overLearned(part, ctx)) {
+      if (narrow) this.single.release();
+      this.inFlight.release();
+      return 'over_learned';
+    }
     const bytes = part.body.length;
     await this.inFlightBytes.acquire(bytes);
     // Counted once past the byte budget: a limit that only waits on bytes is

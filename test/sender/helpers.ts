@@ -21,6 +21,8 @@ export interface Harness {
   deadLetters: Array<{ ds: string; reason: string; status: number | null; lines: string[] }>;
   parks: Array<{ scope: string; reason: string | null }>;
   retries: string[];
+  /** spoolship_in_flight_limit as the sender reported it, in order. */
+  limits: number[];
   token: { value: string };
   /** Called before each request with how many were sent before it (change the token, the faults...). */
   beforePost: ((sentBefore: number) => void) | null;
@@ -45,7 +47,9 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   const deadLetters: Harness['deadLetters'] = [];
   const parks: Harness['parks'] = [];
   const retries: string[] = [];
+  const limits: number[] = [];
   const hooks: SenderHooks = {
+    onInFlightLimit: (n) => limits.push(n),
     onRequest: () => undefined,
     onRetry: (reason) => retries.push(reason),
     onAck: () => undefined,
@@ -81,6 +85,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     deadLetters,
     parks,
     retries,
+    limits,
     token,
     beforePost: null,
     async batch(ds, lines, id) {

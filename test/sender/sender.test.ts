@@ -190,6 +190,8 @@ describe('Sender: README "How each server answer is handled" answers against the
     expect(h.emu.stats().rows).toEqual({ ds: 100 });
     expect(h.sender.capFor('ds')).toBeLessThan(10_000);
     expect(h.retries.filter((r) => r === '413').length).toBeGreaterThan(0);
+    // One request at a time from the 413 until a success, and the gauge says so.
+    expect(h.limits).toEqual([4, 1, 4]);
   });
 
   it('413 teaches the whole budget: batches formed before it are cut before they are sent, so a backlog costs O(log) 413s; the limit grows back 10 % per 5 minutes', async () => {
@@ -209,6 +211,22 @@ describe('Sender: README "How each server answer is handled" answers against the
     expect(h.sender.capFor('any')).toBe(Math.floor(cap * 1.1));
     h.clock.advance(3 * 60 * 60 * 1000);
     expect(h.sender.capFor('any')).toBe(10_000);
+  });
+
+  it('413 with many batches in flight at once: pieces waiting for their turn are cut to what the others learned meanwhile, not walked down the same ladder each', async () => {
+    const h = await harness({ dataDir: null, maxBody: 1500, rps: 100_000 }, { maxBytes: 100_000 });
+    const padded = (p: string) => Array.from({ length: 600 }, (_, i) => JSON.stringify({ k: `${p}${i}`, pad: 'y'.repeat(30) }));
+    const batches = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((p, i) => h.batch(`ds${i % 4}`, padded(p))));
+    const rawLen = Math.max(...batches.map((b) => b.rawLen));
+    expect(rawLen).toBeGreaterThan(25_000);
+    // All eight go out together (nothing is learned yet); each gets a 413.
+    const results = await Promise.all(batches.map((b) => h.sender.deliver(b, { neverSent: true })));
+    expect(results.every((r) => r === 'done')).toBe(true);
+    expect(h.emu.stats().rows).toEqual({ ds0: 1200, ds1: 1200, ds2: 1200, ds3: 1200 });
+    // The eight in flight at the first 413, then one ladder from ~30 KB down to 1,500 bytes for all of them.
+    const ladder = Math.ceil(Math.log2(rawLen / 1500));
+    expect(h.emu.stats().requests_by_status['413']).toBeLessThanOrEqual(batches.length + ladder + 1);
+    expect(h.deadLetters).toEqual([]);
   });
 
   it('a batch that was sent before (queued or re-formed) is never cut to the learned limit: only a 413 splits it', async () => {
