@@ -93,16 +93,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.lines_acked += lines;
         summary.rows_quarantined += quarantined;
       },
-      onParkChange: (scope, reason) => {
+      onParkChange: (_scope, reason, _previous, detail) => {
         if (!reason) return;
-        summary.error ??=
-          scope === 'budget'
-            ? reason === 'token_rejected'
-              ? 'the API rejected the token (401/403); check api.token / SPOOLSHIP_TOKEN'
-              : 'the API answered 404: the token belongs to another region; set api.base_url to its host'
-            : reason === 'unexpected_response'
-              ? `the API's answer is not the Events API's (a redirect, an unexpected 4xx or a non-JSON 2xx); check api.base_url`
-              : `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(o.datasource)} or the token's scope); nothing was dead-lettered`;
+        summary.error ??= parkMessage(reason, detail, o.datasource);
         void sender.close();
       },
       deadLetterLines: async (root, part, raw, reason, status) => {
@@ -195,4 +188,22 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   summary.ok = summary.error === null && dead === 0;
   summary.seconds = (Date.now() - started) / 1000;
   return summary;
+}
+
+/** Why `send` stopped at a park, naming the answer (a redirect's Location, the status) and what to check. */
+function parkMessage(reason: string, detail: string | null, datasource: string): string {
+  switch (reason) {
+    case 'token_rejected':
+      return 'the API rejected the token (401/403); check api.token / SPOOLSHIP_TOKEN';
+    case 'workspace_not_found':
+      return 'the API answered 404: the token belongs to another region; set api.base_url to its host';
+    case 'unexpected_response': {
+      const what = detail ?? 'a redirect, an unexpected 4xx or a non-JSON 2xx';
+      return `the answer is not the Events API's: ${what}${what.includes('check api.base_url') ? '' : '; check api.base_url'}`;
+    }
+    case 'datasource_rejected':
+      return `the API refused Data Source ${JSON.stringify(datasource)} (403) while accepting the token: it does not exist and the token may not create it`;
+    default:
+      return `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(datasource)} or the token's scope); nothing was dead-lettered`;
+  }
 }

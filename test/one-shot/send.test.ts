@@ -105,6 +105,32 @@ describe('spoolship send', () => {
     expect(emu.stats().rows).toEqual({});
   });
 
+  it.each([
+    ['a redirect', 301, { location: 'https://elsewhere.example/v0/events' }, /HTTP 301 to https:\/\/elsewhere\.example\/v0\/events \(not followed\)/],
+    ['another 4xx', 405, {}, /HTTP 405/],
+    ['an HTML page', 200, { 'content-type': 'text/html' }, /HTTP 200 with a body that is not the Events API's/],
+  ])('stops at once on %s (exit 1), naming the answer, not another region', async (_what, status, headers, message) => {
+    const { dir } = await setup();
+    const http = await import('node:http');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(status, headers);
+        res.end(status === 200 ? '<html><body>Welcome</body></html>' : '');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    cleanups.push(() => new Promise((r) => server.close(() => r(undefined))));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(100).join('\n')}\n`);
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir, env: { SPOOLSHIP_API__BASE_URL: url } });
+    expect(r.code).toBe(1);
+    const error = JSON.parse(r.stdout).error as string;
+    expect(error).toMatch(message);
+    expect(error).toContain('check api.base_url');
+    expect(error).not.toMatch(/404|another region/);
+  });
+
   it('exits 2 and sends nothing for a missing file, a missing -d or a bad Data Source name', async () => {
     const { dir, emu } = await setup();
     for (const args of [['send', '-c', 'cfg.yaml', '-d', 'events', 'nope.ndjson'], ['send', '-c', 'cfg.yaml'], ['send', '-c', 'cfg.yaml', '-d', '9bad']]) {
