@@ -12,7 +12,7 @@
 // | 413                            | split (halves; lower the learned size)        |
 // | 422                            | dead_letter materialized_view_error           |
 // | 429                            | retry after Retry-After / X-RateLimit-Reset / backoff, pause the budget |
-// | 408, 5xx, timeouts, resets     | retry after full-jitter backoff               |
+// | 408, 5xx, timeouts, resets     | retry after full-jitter backoff; a Retry-After on a 408/5xx wins and pauses the budget |
 // | HTTP/2 GOAWAY                  | retry at once on a new connection             |
 // | any other 4xx (405, 410, ...)  | park unexpected_response (keeps the data)     |
 // | any other status (1xx, 6xx...) | retry after backoff (keeps the data; logged)  |
@@ -102,6 +102,14 @@ export interface ClassifyContext {
 export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
   const backoff = () => backoffMs(ctx.attempt, ctx.backoff, ctx.random);
   const retry = (reason: RetryReason, afterMs = backoff()): Verdict => ({ kind: 'retry', afterMs, reason, pauseBudget: false, ignoredWait: null });
+  // A 408 or 5xx: backoff, unless the server said how long to wait ("Retry-After
+  // always wins"); then, as for a 429, the whole budget waits that long.
+  const serverBusy = (reason: RetryReason): Verdict => {
+    const ra = outcome.kind === 'response' ? parseRetryAfter(outcome.retryAfter, ctx.now) : null;
+    if (typeof ra === 'number') return { kind: 'retry', afterMs: ra, reason, pauseBudget: true, ignoredWait: null };
+    const ignoredWait = ra === 'invalid' && outcome.kind === 'response' ? `Retry-After: ${outcome.retryAfter}` : null;
+    return { kind: 'retry', afterMs: backoff(), reason, pauseBudget: false, ignoredWait };
+  };
   if (outcome.kind === 'error') {
     if (outcome.timeout) return retry('timeout');
     // undici reports an HTTP/2 GOAWAY as UND_ERR_SOCKET (only the message
@@ -139,9 +147,9 @@ export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
       return { kind: 'retry', afterMs: wait ?? backoff(), reason: '429', pauseBudget: true, ignoredWait };
     }
     case 408:
-      return retry('timeout');
+      return serverBusy('timeout');
   }
-  if (s >= 500) return retry('5xx');
+  if (s >= 500) return serverBusy('5xx');
   // Any other 4xx (405, 410, ...): not an answer of the Events API; resending
   // will not change it. Keep the data and let an operator look.
   if (s >= 400 && s < 500) return { kind: 'park', reason: 'unexpected_response', detail: `HTTP ${s}` };
@@ -153,9 +161,11 @@ function acknowledgement(outcome: Extract<SendOutcome, { kind: 'response' }>, wa
   const text = outcome.body.trim();
   const oddity: AckOddity | null = outcome.status === 202 && wait ? 'accepted_under_wait' : null;
   if (text === '' && !outcome.bodyTruncated) return { kind: 'ack', quarantinedRows: 0, oddity: oddity ?? 'empty_body' };
+  // A body cut at 64 KiB still acknowledges when what was read is one JSON
+  // object (the rest was whitespace); a cut object does not parse.
   let parsed: unknown;
   try {
-    parsed = outcome.bodyTruncated ? undefined : JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     parsed = undefined;
   }

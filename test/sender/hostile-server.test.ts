@@ -169,6 +169,24 @@ describe('Sender against answers the Events API never gives', () => {
     expect(s.parks).toEqual([]);
   });
 
+  it('a 200 whose first 64 KiB are one JSON object and then only whitespace: an acknowledgement, its quarantined_rows counted', async () => {
+    const url = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"successful_rows":1,"quarantined_rows":2}');
+        res.end(Buffer.alloc(200 * 1024, 0x20));
+      });
+    });
+    const outcome = await client(url).post('ds', Buffer.from('{}\n'), null);
+    expect(outcome).toMatchObject({ kind: 'response', bodyTruncated: true });
+    expect(classify(outcome, { attempt: 0, afterGoaway: false, http2: false, wait: true, now: 0, backoff: { initialMs: 1, maxMs: 1, multiplier: 2 }, random: () => 0 })).toEqual({
+      kind: 'ack',
+      quarantinedRows: 2,
+      oddity: null,
+    });
+  });
+
   it('an endless 200 body: the first 64 KiB are read, it is not JSON, so the budget parks and nothing is acknowledged', async () => {
     const url = await serve((req, res) => {
       req.resume();
@@ -213,6 +231,27 @@ describe('Retry-After and X-RateLimit-Reset are bounded', () => {
     ['-1', 'invalid'],
   ] as const)('X-RateLimit-Reset: %s -> %s', (value, expected) => {
     expect(parseRateLimitReset(value, now)).toBe(expected);
+  });
+
+  it('a 503 (or another 5xx) with a Retry-After waits for it, not for the backoff (Retry-After always wins), and pauses the budget; an absurd one backs off', async () => {
+    const s = await scripted([
+      { status: 503, headers: { 'retry-after': '3' } },
+      { status: 502, headers: { 'retry-after': '2147483648' } },
+    ]);
+    const done = s.sender.deliver(s.batch(1));
+    await settle(() => s.clock.waiting > 0, 'the wait after the 503');
+    expect(s.clock.nextWakeInMs()).toBe(3000); // Retry-After, not the backoff's 500 ms
+    s.clock.advance(3000);
+    await settle(() => s.seen.length === 2 && s.clock.waiting > 0, 'the backoff after the 502');
+    expect(s.clock.nextWakeInMs()).toBe(1000); // backoff (attempt 1: random 0.5 x 2000 ms)
+    s.clock.advance(1000);
+    expect(await done).toBe('done');
+    expect(s.odd).toEqual(['ignored_wait']);
+    const v = classify(
+      { kind: 'response', status: 503, retryAfter: '3', rateLimitReset: null, location: null, contentType: null, body: '', bodyTruncated: false },
+      { attempt: 0, afterGoaway: false, http2: false, wait: true, now: 0, backoff: { initialMs: 1000, maxMs: 1000, multiplier: 2 }, random: () => 0.5 },
+    );
+    expect(v).toEqual({ kind: 'retry', afterMs: 3000, reason: '5xx', pauseBudget: true, ignoredWait: null });
   });
 
   it('a 429 with an absurd Retry-After backs off instead, and is flagged once for a WARN', async () => {
