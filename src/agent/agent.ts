@@ -451,7 +451,8 @@ export class Agent {
   }
 
   /** The body of /status and of `spoolship status --json`: the StatusReport of src/report/report.ts. */
-  status(): unknown {
+  async status(): Promise<unknown> {
+    const queueByDataSource = await this.queue.byDataSource();
     return statusReport({
       tailers: this.spooler.files,
       committedOf: (key) => this.store.committedOf(key),
@@ -468,6 +469,7 @@ export class Agent {
       adminUrl: this.adminUrl,
       apiUrl: this.apiUrl,
       queue: { batches: this.queue.batches, bytes: this.queue.bytes },
+      queueByDataSource,
       batchesActive: this.pipeline.batchesActive,
       inFlight: this.sender.requestsInFlight,
     });

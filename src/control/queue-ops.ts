@@ -42,7 +42,7 @@ export interface QueueOpsDeps {
   /** dead_letter.max_bytes (logged when a replay or purge changed the store). */
   deadLetterMaxBytes: number;
   /** The agent's /status report (`spoolship status` asks here when the admin endpoint cannot be asked). */
-  status: () => unknown;
+  status: () => Promise<unknown>;
 }
 
 interface Found {
@@ -61,7 +61,7 @@ export class QueueOps {
 
   handle(req: ControlRequest): Promise<ControlAnswer> {
     if (req.op === 'dead_letters_changed') return this.recountDeadLetters();
-    if (req.op === 'status') return Promise.resolve({ ok: true, report: this.d.status() });
+    if (req.op === 'status') return this.d.status().then((report) => ({ ok: true, report }));
     const run = this.chain.then(() => (req.op === 'queue_list' ? this.list(req.datasource) : this.move(req.ids, req.datasource)));
     this.chain = run.catch(() => undefined);
     return run;

@@ -103,6 +103,21 @@ export class RetryQueue implements LongLived {
     return n;
   }
 
+  /** Records not acknowledged, and their bytes on disk, per Data Source (a record whose header cannot be read counts in `batches` and `bytes` only). */
+  async byDataSource(): Promise<Map<string, { batches: number; bytes: number }>> {
+    const out = new Map<string, { batches: number; bytes: number }>();
+    for (const e of this.entries) {
+      if (e.acked) continue;
+      const ds = e.ds ?? (await this.headerOf(e))?.header.ds;
+      if (ds === undefined || e.acked) continue;
+      const d = out.get(ds) ?? { batches: 0, bytes: 0 };
+      d.batches++;
+      d.bytes += e.len;
+      out.set(ds, d);
+    }
+    return out;
+  }
+
   hasRoom(bodyBytes: number): boolean {
     return this.totalBytes + bodyBytes + 512 <= this.maxBytes;
   }
@@ -255,7 +270,10 @@ export class RetryQueue implements LongLived {
     const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
     if (!fh) return null;
     try {
-      return await readRecordHeader(fh, e.off, e.len).catch(() => null);
+      const rec = await readRecordHeader(fh, e.off, e.len).catch(() => null);
+      // Known from now on: take() may pass it over, byDataSource() need not read it again.
+      if (rec) e.ds = rec.header.ds;
+      return rec;
     } finally {
       await fh.close();
     }

@@ -94,9 +94,11 @@ export async function reportFromStateDir(config: Readonly<Config>, adminError: s
     if (!list) byDs.set(f.meta.ds, (list = []));
     list.push({ path: f.meta.path, size, read: f.read, committed: f.committed, behind });
   }
+  for (const ds of queue.byDataSource.keys()) if (!byDs.has(ds)) byDs.set(ds, []);
   const datasources: DataSourceStatus[] = [...byDs.keys()].sort().map((ds) => {
     const files = byDs.get(ds)!.sort((a, b) => a.path.localeCompare(b.path));
-    return { datasource: ds, lines_read: null, lines_acked: null, rows_quarantined: null, ...totals(files), last_error: null, parked: null, files };
+    const queued = queue.byDataSource.get(ds) ?? { batches: 0, bytes: 0 };
+    return { datasource: ds, lines_read: null, lines_acked: null, rows_quarantined: null, ...totals(files), last_error: null, parked: null, queue: queued, files };
   });
   return {
     version: STATUS_VERSION,
@@ -104,7 +106,7 @@ export async function reportFromStateDir(config: Readonly<Config>, adminError: s
     generated_at: at.toISOString(),
     state_dir: stateDir,
     agent: { running: pid !== null, pid, admin_url: adminUrlFor(config.admin.listen), admin_error: adminError, api: null, ready: null, reasons: [] },
-    queue,
+    queue: { batches: queue.batches, bytes: queue.bytes },
     batches_active: view.pendingBatches,
     in_flight: null,
     spool: { dir: config.spool.dir, missing: layout.missing, skipped_dirs: layout.skippedDirs },

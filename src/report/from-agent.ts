@@ -22,6 +22,8 @@ export interface StatusView {
   adminUrl: string | null;
   apiUrl: string;
   queue: { batches: number; bytes: number };
+  /** The disk queue's batches and bytes per Data Source. */
+  queueByDataSource: ReadonlyMap<string, { batches: number; bytes: number }>;
   batchesActive: number;
   inFlight: number;
 }
@@ -35,7 +37,7 @@ export function statusReport(v: StatusView): unknown {
   const linesAcked = metricByDataSource(v.linesAcked);
   const quarantined = metricByDataSource(v.rowsQuarantined);
   const parkedDs = v.parkedDataSources;
-  const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs.keys(), ...v.lastError.keys()]);
+  const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs.keys(), ...v.lastError.keys(), ...v.queueByDataSource.keys()]);
   const datasources = [...names].sort().map((ds) => {
     const own = files.filter((f) => f.ds === ds).map(({ ds: _ds, ...f }) => f);
     return {
@@ -48,6 +50,7 @@ export function statusReport(v: StatusView): unknown {
       bytes_behind: own.reduce((n, f) => n + f.behind, 0),
       last_error: v.lastError.get(ds) ?? null,
       parked: parkedDs.get(ds) ?? v.budgetPark,
+      queue: v.queueByDataSource.get(ds) ?? { batches: 0, bytes: 0 },
       files: own,
     };
   });

@@ -11,6 +11,8 @@ import { ackKey, indexSegment, listSegments, readAcks, readRecordHeader, segment
 export interface QueueView {
   batches: number;
   bytes: number;
+  /** The same, per Data Source. */
+  byDataSource: Map<string, { batches: number; bytes: number }>;
 }
 
 export interface QueueRecordView {
@@ -25,8 +27,17 @@ export interface QueueRecordView {
 }
 
 export async function readQueueView(queueDir: string): Promise<QueueView> {
-  const records = await readQueueRecords(queueDir, false);
-  return { batches: records.length, bytes: records.reduce((n, r) => n + r.len, 0) };
+  const records = await readQueueRecords(queueDir, true);
+  const byDataSource = new Map<string, { batches: number; bytes: number }>();
+  for (const r of records) {
+    // A record whose header cannot be read belongs to no known Data Source (it counts in the totals).
+    if (!r.header) continue;
+    const d = byDataSource.get(r.header.ds) ?? { batches: 0, bytes: 0 };
+    d.batches++;
+    d.bytes += r.len;
+    byDataSource.set(r.header.ds, d);
+  }
+  return { batches: records.length, bytes: records.reduce((n, r) => n + r.len, 0), byDataSource };
 }
 
 /** Every record not acknowledged, by segment and offset; with `headers`, each one's header too. */

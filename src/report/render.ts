@@ -54,10 +54,12 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
     humanBytes(d.bytes_read),
     humanBytes(d.bytes_committed),
     { text: humanBytes(d.bytes_behind), color: d.bytes_behind > 0 ? 'yellow' : undefined },
+    // Older agents (an upgrade under way) send no per-Data-Source queue.
+    d.queue === undefined ? '-' : String(d.queue.batches),
     { text: d.last_error ?? '-', color: d.last_error ? 'yellow' : undefined },
     { text: d.parked ?? '-', color: d.parked ? 'red' : undefined },
   ]);
-  out.push(renderTable(['DATASOURCE', 'LINES READ', 'LINES ACKED', 'READ', 'COMMITTED', 'BEHIND', 'LAST ERROR', 'PARKED'], dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5]) }));
+  out.push(renderTable(['DATASOURCE', 'LINES READ', 'LINES ACKED', 'READ', 'COMMITTED', 'BEHIND', 'QUEUED', 'LAST ERROR', 'PARKED'], dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5, 6]) }));
   const fileRows = r.datasources.flatMap((d) =>
     d.files.map((f): Array<string | Cell> => [
       d.datasource,

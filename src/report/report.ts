@@ -46,7 +46,14 @@ export interface DataSourceStatus {
   last_error: string | null;
   /** bad_request (this Data Source), or the budget's token_rejected / workspace_not_found. */
   parked: string | null;
+  /** This Data Source's batches in the disk retry queue, and their record bytes on disk (a share of the report's `queue`). */
+  queue: QueueDepth;
   files: FileStatus[];
+}
+
+export interface QueueDepth {
+  batches: number;
+  bytes: number;
 }
 
 export interface AgentInfo {
@@ -68,7 +75,7 @@ export interface StatusReport {
   state_dir: string;
   agent: AgentInfo;
   /** The disk retry queue: batches and record bytes on disk (compressed bodies). */
-  queue: { batches: number; bytes: number };
+  queue: QueueDepth;
   batches_active: number;
   /** Requests awaiting an answer. */
   in_flight: number | null;

@@ -72,6 +72,7 @@ describe('status from the running agent', () => {
         bytes_behind: 0,
         last_error: null,
         parked: null,
+        queue: { batches: 0, bytes: 0 },
         files: [{ path: appFile, size: appSize, read: appSize, committed: appSize, behind: 0 }],
       },
       {
@@ -84,6 +85,7 @@ describe('status from the running agent', () => {
         bytes_behind: 0,
         last_error: null,
         parked: null,
+        queue: { batches: 0, bytes: 0 },
         files: [{ path: webFile, size: webSize, read: webSize, committed: webSize, behind: 0 }],
       },
     ]);
@@ -91,7 +93,7 @@ describe('status from the running agent', () => {
     const table = await runCli(['status', '-c', cfg], dir);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain(`source: running agent (pid ${process.pid}) at ${adminUrl}/status; ready`);
-    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+READ\s+COMMITTED\s+BEHIND\s+LAST ERROR\s+PARKED/);
+    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+READ\s+COMMITTED\s+BEHIND\s+QUEUED\s+LAST ERROR\s+PARKED/);
     expect(table.stdout).toMatch(/\napp\s+50\s+50\s/);
     expect(table.stdout).toContain(appFile);
   });
@@ -161,6 +163,7 @@ describe('status from the state dir', () => {
         bytes_behind: size - committed,
         last_error: null,
         parked: null,
+        queue: { batches: 0, bytes: 0 },
         files: [{ path: file, size, read: committed, committed, behind: size - committed }],
       },
     ]);
@@ -215,23 +218,27 @@ describe('status from the state dir', () => {
     expect(report.datasources[0]).toMatchObject({ bytes_read: size, bytes_committed: 0, bytes_behind: size });
   });
 
-  it('batches in the disk retry queue are counted from its files; their bytes are committed', async () => {
+  it('batches in the disk retry queue are counted from its files, in all and per Data Source; their bytes are committed', async () => {
     const dir = await tempDir();
-    const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503, every: 1 }] });
+    const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503, datasource: 'app', every: 1 }] });
     const file = path.join(dir, 'spool', 'app', 'a.ndjson');
     await writeLines(file, Array.from({ length: 10 }, (_, i) => JSON.stringify({ i })));
+    await writeLines(path.join(dir, 'spool', 'web', 'w.ndjson'), [JSON.stringify({ w: 1 })]);
     const { agent, stop } = await startAgent(configFor(dir, emu, { shutdown_timeout_ms: 200, admin: { listen: '127.0.0.1:0' } }));
     const live = await waitFor(async () => {
       const r = await fetchStatus(agent.adminUrl!);
-      return r.queue.batches === 1 ? r : null;
+      return r.queue.batches === 1 && r.datasources.find((d) => d.datasource === 'web')?.lines_acked === 1 ? r : null;
     }, 'the batch in the disk queue');
+    const byDs = (r: StatusReport) => Object.fromEntries(r.datasources.map((d) => [d.datasource, d.queue]));
+    expect(byDs(live!)).toEqual({ app: live!.queue, web: { batches: 0, bytes: 0 } });
     await stop();
     const size = statSync(file).size;
     const report = await statusJson(await writeConfig(dir, emu), dir);
     expect(report.queue).toEqual(live!.queue);
     expect(report.queue.bytes).toBeGreaterThan(0);
+    expect(byDs(report)).toEqual(byDs(live!));
     expect(report.batches_active).toBe(0);
-    expect(report.datasources[0]).toMatchObject({ bytes_committed: size, bytes_behind: 0 });
+    expect(report.datasources[0]).toMatchObject({ datasource: 'app', bytes_committed: size, bytes_behind: 0 });
   });
 
   it('exit 1 naming the state dir when no checkpoint is readable; an agent serving another state dir is not used', async () => {

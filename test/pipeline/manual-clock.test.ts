@@ -15,11 +15,11 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
 }
 
-function status(agent: Agent): { batches_active: number; datasources: Array<{ datasource: string; lines_read: number; lines_acked: number }> } {
-  return agent.status() as never;
+async function status(agent: Agent): Promise<{ batches_active: number; datasources: Array<{ datasource: string; lines_read: number; lines_acked: number }> }> {
+  return (await agent.status()) as never;
 }
 
-const linesRead = (agent: Agent) => status(agent).datasources.find((d) => d.datasource === 'ev')?.lines_read ?? 0;
+const linesRead = async (agent: Agent) => (await status(agent)).datasources.find((d) => d.datasource === 'ev')?.lines_read ?? 0;
 
 describe('the agent on a manual clock', () => {
   it('a partial batch waits for linger_ms on the clock, then goes; the checkpoint follows its own period', async () => {
@@ -32,10 +32,10 @@ describe('the agent on a manual clock', () => {
     const { agent } = await startAgent(config, { clock });
 
     // Read (the first scan needs no time), and held open: nothing was sent.
-    await waitFor(() => linesRead(agent) === 10, '10 lines read');
+    await waitFor(async () => (await linesRead(agent)) === 10, '10 lines read');
     clock.advance(999);
     await settle();
-    expect(status(agent).batches_active, 'no batch closed before linger_ms').toBe(0);
+    expect((await status(agent)).batches_active, 'no batch closed before linger_ms').toBe(0);
     expect(emu.requests()).toHaveLength(0);
 
     // The next tick after linger_ms closes it.
@@ -48,14 +48,14 @@ describe('the agent on a manual clock', () => {
     // when CHECKPOINT_EVERY_MS has passed on the clock.
     const checkpoint = path.join(config.state_dir, 'checkpoint.json');
     const committed = () => (JSON.parse(readFileSync(checkpoint, 'utf8').split('\n')[0]!) as { files: Array<{ committed: number }> }).files[0]?.committed ?? 0;
-    await waitFor(() => status(agent).datasources[0]?.lines_acked === 10, 'the ack recorded');
+    await waitFor(async () => (await status(agent)).datasources[0]?.lines_acked === 10, 'the ack recorded');
     const size = readFileSync(file).length;
     await writeLines(file, jsonLines('b', 0, 5));
     // Found by the directory watch, or else by the rescan, which runs on the
     // clock too (every 50 ms here: startAgent's rescanMs).
     let rescanned = 0;
-    await waitFor(() => {
-      if (linesRead(agent) === 15) return true;
+    await waitFor(async () => {
+      if ((await linesRead(agent)) === 15) return true;
       // Well below the checkpoint period, which the end of this test needs.
       if (rescanned < 2000) {
         clock.advance(50);
@@ -65,7 +65,7 @@ describe('the agent on a manual clock', () => {
     }, '5 more lines read');
     clock.advance(1100);
     await waitFor(() => rows(emu, dir, 'ev').length === 15, 'the second batch');
-    await waitFor(() => status(agent).datasources[0]?.lines_acked === 15, 'its ack recorded');
+    await waitFor(async () => (await status(agent)).datasources[0]?.lines_acked === 15, 'its ack recorded');
     clock.advance(100);
     await settle();
     expect(committed(), 'the second batch not checkpointed before the period').toBeLessThanOrEqual(size);

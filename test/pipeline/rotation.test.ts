@@ -192,7 +192,7 @@ describe('rotation and file handling', () => {
     await writeLines(f, ['{"old":1}']);
     const second = await startAgent(configFor(dir2, emu2, { spool: { start_at: 'end' } }));
     // Append only once the first scan has found the file (at its end): before that, the new line would be "existing data" too.
-    await waitFor(() => (second.agent.status() as { datasources: Array<{ files: unknown[] }> }).datasources.some((d) => d.files.length > 0), 'the file found at start');
+    await waitFor(async () => ((await second.agent.status()) as { datasources: Array<{ files: unknown[] }> }).datasources.some((d) => d.files.length > 0), 'the file found at start');
     await writeLines(f, ['{"new":1}']);
     await waitFor(() => rows(emu2, dir2, 'ev').length === 1, 'new line');
     await second.stop();
