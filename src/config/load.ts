@@ -54,6 +54,7 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     config: resolved.config,
     file: located.file,
     warnings: [...warnings, ...resolved.warnings],
+    envWarnings: resolved.envWarnings,
     source: located.source,
     searched: located.searched,
     secrets: secretValues(opts.env, referenced),
@@ -102,13 +103,14 @@ export interface ResolveOptions {
  * defaults, fill defaults, check, freeze. `tree` is not modified. Throws
  * ConfigError with every problem.
  */
-export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Readonly<Config>; warnings: string[] } {
+export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Readonly<Config>; warnings: string[]; envWarnings: string[] } {
   const raw = cloneRaw(tree ?? {});
   const origins: Origins = new Map();
   const warnings: string[] = [];
+  const envWarnings: string[] = [];
   if (isPlainObject(raw)) {
-    warnings.push(...applyEnvOverrides(raw, opts.env, origins, opts.referencedVariables));
-    warnings.push(...applyTokenDefaults(raw, opts.env, origins));
+    envWarnings.push(...applyEnvOverrides(raw, opts.env, origins, opts.referencedVariables));
+    warnings.push(...envWarnings, ...applyTokenDefaults(raw, opts.env, origins));
   }
   // Under an unknown key the "unknown key" problem says enough; under an
   // overridden key the file's value does not matter.
@@ -127,7 +129,7 @@ export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Re
     value: scrubValue(p.value, secrets),
   }));
   if (problems.length > 0) throw new ConfigError(problems, opts.source);
-  return { config: deepFreeze(v.config), warnings: allWarnings };
+  return { config: deepFreeze(v.config), warnings: allWarnings, envWarnings };
 }
 
 /** `token: ${SPOOLSHIP_TOKEN}` holds no secret and is worth showing; `token: abc${X}` does. */

@@ -82,6 +82,8 @@ export interface LoadedConfig {
   file: string | null;
   /** Non-fatal findings, e.g. a SPOOLSHIP_* variable that names no key. */
   warnings: string[];
+  /** Of `warnings`, those about SPOOLSHIP_* variables that name no key: every command that reads the config prints these. */
+  envWarnings: string[];
   /** How `file` was chosen: -c, SPOOLSHIP_CONFIG, ./config, /etc, or none found. */
   source: 'flag' | 'env' | 'cwd' | 'system' | 'none';
   /** The files looked for, in lookup order, up to the one used. */

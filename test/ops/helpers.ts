@@ -20,8 +20,8 @@ export interface CliResult {
   stderr: string;
 }
 
-export function startCli(args: string[], cwd: string): { child: ChildProcess; done: Promise<CliResult>; stdout: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(args: string[], cwd: string, env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult>; stdout: () => string } {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -33,8 +33,8 @@ export function startCli(args: string[], cwd: string): { child: ChildProcess; do
   return { child, done, stdout: () => stdout };
 }
 
-export function runCli(args: string[], cwd: string): Promise<CliResult> {
-  return startCli(args, cwd).done;
+export function runCli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  return startCli(args, cwd, env).done;
 }
 
 type Tree = Record<string, unknown>;

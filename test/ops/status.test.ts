@@ -324,4 +324,14 @@ describe('commands that never use the token', () => {
     expect(replay.code).toBe(2);
     expect(replay.stderr).toContain('SPOOLSHIP_TOKEN is not set');
   });
+
+  it('status, queue and dead-letter list warn about a SPOOLSHIP_* variable that names no key (a misspelt state dir must not pass unseen)', async () => {
+    const dir = await tempDir();
+    const cfg = await writeConfig(dir, null);
+    for (const args of [['status'], ['queue', 'list'], ['dead-letter', 'list']]) {
+      const r = await runCli([...args, '-c', cfg], dir, { SPOOLSHIP_STATEDIR: '/elsewhere' });
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe(`spoolship ${args[0]}: warning: SPOOLSHIP_STATEDIR names no config key; it is ignored. Did you mean SPOOLSHIP_STATE_DIR?\n`);
+    }
+  });
 });

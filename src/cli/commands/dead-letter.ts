@@ -74,8 +74,10 @@ const command: Command = {
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'; see 'spoolship dead-letter --help'`);
     const filter = parseFilter(values.datasource, values.reason);
-    // list and purge never use the token (replay does), and the config's warnings concern run.
-    const { config } = loadConfig({
+    // list and purge never use the token (replay does), and the config's
+    // warnings concern run (but a SPOOLSHIP_* variable that names no key may be
+    // a misspelt state dir).
+    const { config, envWarnings } = loadConfig({
       file: values.config ?? null,
       env: io.env,
       cwd: io.cwd,
@@ -83,6 +85,7 @@ const command: Command = {
       tokenRequired: verb === 'replay',
       onWarning: verb === 'replay' ? (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`) : undefined,
     });
+    if (verb !== 'replay') for (const w of envWarnings) io.stderr.write(`spoolship dead-letter: warning: ${w}\n`);
     if (verb === 'purge') return purge(config, filter, values.json === true, values.yes === true, io);
     return verb === 'list' ? list(config, filter, values.json === true, io) : replay(config, filter, values.json === true, io);
   },

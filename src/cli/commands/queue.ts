@@ -80,8 +80,10 @@ const command: Command = {
       return EXIT_FAILURE;
     }
     const parsedIds = ids.map(Number);
-    // The queue commands never use the token, and the config's warnings concern run.
-    const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    // The queue commands never use the token, and the config's warnings concern
+    // run (but a SPOOLSHIP_* variable that names no key may be a misspelt state dir).
+    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    for (const w of envWarnings) io.stderr.write(`spoolship queue: warning: ${w}\n`);
     const json = values.json === true;
     const req: ControlRequest = verb === 'list' ? { op: 'queue_list', datasource: values.datasource } : { op: 'queue_dead_letter', ids: parsedIds, datasource: values.datasource };
     const answer = await askRunningAgent(config, req, io);

@@ -46,8 +46,10 @@ const command: Command = {
       json: { type: 'boolean' },
       watch: { type: 'boolean' },
     });
-    // status never uses the token, and the config's warnings concern run.
-    const { config } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    // status never uses the token, and the config's warnings concern run (but a
+    // SPOOLSHIP_* variable that names no key may be a misspelt state dir).
+    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    for (const w of envWarnings) io.stderr.write(`spoolship status: warning: ${w}\n`);
     const frame = async (): Promise<string> => {
       const report = await collectStatus(config);
       return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true });
