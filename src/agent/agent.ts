@@ -43,7 +43,7 @@ import { Pipeline } from '../pipeline/pipeline.js';
 import { Acker } from '../state/acker.js';
 import { Resender, completeQueuedIntents } from '../recovery/resend.js';
 import { reportRecovery } from '../recovery/report.js';
-import { TokenSource, otherCanRead } from '../sender/token.js';
+import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.js';
 import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
 import { CountLog } from '../observe/count-log.js';
 import { SenderEvents } from '../observe/sender-events.js';
@@ -236,7 +236,7 @@ export class Agent {
       log.info({ url: baseUrl }, 'embedded emulator started');
     } else {
       if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
-        log.warn({ event: 'token_file_readable', file: c.api.token_file }, 'api.token_file can be read by other users; chmod 600 it (or 640 for a group you trust)');
+        log.warn({ event: 'token_file_readable', file: c.api.token_file }, TOKEN_FILE_READABLE);
       }
     }
     this.apiUrl = baseUrl;

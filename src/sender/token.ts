@@ -78,6 +78,9 @@ export class TokenSource implements LongLived {
 }
 
 /** Can users other than the owner and group read `file` (a token file that should be chmod 600)? */
+/** The WARN for a token file others may read (run at start, check-config). */
+export const TOKEN_FILE_READABLE = 'api.token_file can be read by other users; chmod 600 it (or 640 for a group you trust)';
+
 export async function otherCanRead(file: string): Promise<boolean> {
   const st = await fsp.stat(file).catch(() => null);
   return st !== null && (st.mode & 0o004) !== 0;

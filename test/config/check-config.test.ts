@@ -1,3 +1,4 @@
+import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -51,6 +52,18 @@ describe('spoolship check-config (built CLI)', () => {
     expect(runCli(['check-config', '-c', embedded], { cwd: dir }).code).toBe(0);
     const withFile = writeFile(dir, 'f.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${dir}/token\n`);
     expect(runCli(['check-config', '-c', withFile], { cwd: dir }).code).toBe(0);
+  });
+
+  it('warns about an api.token_file other users can read, as run does at start', () => {
+    const dir = tempDir();
+    const token = writeFile(dir, 'token', 'p.secret\n');
+    chmodSync(token, 0o644);
+    const file = writeFile(dir, 'c.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${token}\n`);
+    const open = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(open.code).toBe(0);
+    expect(open.stderr).toContain(`spoolship check-config: warning: ${token}: api.token_file can be read by other users; chmod 600 it`);
+    chmodSync(token, 0o600);
+    expect(runCli(['check-config', '-c', file], { cwd: dir }).stderr).not.toContain('can be read by other users');
   });
 
   it('finds ./config/spoolship.yaml from the working directory (the quick start) with no env', () => {

@@ -8,6 +8,7 @@ import { EXIT_OK } from '../../errors.js';
 import { loadConfig, redactConfig, type LoadedConfig } from '../../config/index.js';
 import { affectedByUpgrade } from '../../config/affected.js';
 import { scrub } from '../../config/redact.js';
+import { otherCanRead, TOKEN_FILE_READABLE } from '../../sender/token.js';
 import { checkLayout } from '../../spool/layout.js';
 import { parseCommandArgs, type Command } from '../command.js';
 
@@ -75,6 +76,8 @@ const command: Command = {
     if (layout.missing) io.stderr.write(`spoolship check-config: warning: spool.dir ${loaded.config.spool.dir} does not exist; the agent picks it up when it appears\n`);
     for (const dir of layout.skippedDirs) io.stderr.write(`spoolship check-config: warning: ${dir} is not a valid Data Source name ([A-Za-z_][A-Za-z0-9_]*, at most 255): its files are not read\n`);
     for (const w of await affectedByUpgrade(loaded.config)) io.stderr.write(`spoolship check-config: warning: ${w}\n`);
+    const tokenFile = loaded.config.api.base_url === 'embedded' ? null : loaded.config.api.token_file;
+    if (tokenFile !== null && (await otherCanRead(tokenFile))) io.stderr.write(`spoolship check-config: warning: ${tokenFile}: ${TOKEN_FILE_READABLE}\n`);
     return EXIT_OK;
   },
 };
