@@ -98,9 +98,10 @@ export class QueueOps {
           bytes: h.rawLen,
           compressed_bytes: r.bodyBytes,
           age_ms: Math.max(0, now - h.queuedAt),
-          attempts: history?.attempts ?? null,
-          last_status: history?.lastStatus ?? null,
-          last_error: history?.lastError ?? null,
+          // The agent's own count, else what the record kept when it was queued (an agent started since).
+          attempts: (history ?? h.history)?.attempts ?? null,
+          last_status: (history ?? h.history)?.lastStatus ?? null,
+          last_error: (history ?? h.history)?.lastError ?? null,
         },
         queued: { ref: r.ref, header: h },
         held: held.get(h.id) ?? null,
@@ -185,7 +186,7 @@ export class QueueOps {
       throw new Error(`queued batch ${header.id} cannot be read (damaged): the agent reads its lines again from the spool`);
     }
     const raw = rec.header.encoding ? await decodeBody(rec.header.encoding, rec.body) : rec.body;
-    await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', this.d.sender.history(header.id)?.lastStatus ?? null);
+    await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
     await this.d.writes.retryStateWrite(() => store.flush());

@@ -263,7 +263,7 @@ export class Pipeline implements LongLived {
     const ranges = store.intentRanges(batch.id) ?? [];
     const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.metaOf(k));
     await this.retryStateWrite(() =>
-      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now() }, body),
+      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now(), history: sender.history(batch.id) ?? undefined }, body),
     );
     await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     await this.retryStateWrite(async () => void store.completeBatch(batch.id));

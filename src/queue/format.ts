@@ -36,6 +36,13 @@ export interface QueuedHeader {
   lines: number;
   /** When the batch was first queued (ms since epoch): the 5-hour dedup window check. */
   queuedAt: number;
+  /**
+   * Its delivery so far when it was queued (attempts, the last HTTP status
+   * or null for a network failure, the last error), for `queue list` and a
+   * move to the dead-letter store once the agent that knew it has stopped.
+   * Absent in records written before this field (and read as unknown).
+   */
+  history?: { attempts: number; lastStatus: number | null; lastError: string | null };
 }
 
 export interface QueueRef {

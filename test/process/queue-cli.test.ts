@@ -134,7 +134,9 @@ describe('spoolship queue (process)', () => {
     expect(listed).toHaveLength(4);
     for (const b of listed) {
       expect(Object.keys(b)).toEqual(ROW_KEYS);
-      expect(b).toMatchObject({ datasource: 'ev', state: 'queued', lines: 50, bytes: 50 * LINE_BYTES, attempts: null });
+      // What the record kept when it was queued: the quick attempts and the last answer.
+      expect(b).toMatchObject({ datasource: 'ev', state: 'queued', lines: 50, bytes: 50 * LINE_BYTES, last_status: 503, last_error: 'HTTP 503' });
+      expect(b.attempts).toBeGreaterThanOrEqual(1);
     }
     expect((await cli(['queue', 'dead-letter', '-c', cfg.configFile], dir)).code).toBe(2);
     expect((await cli(['queue', 'dead-letter', '-c', cfg.configFile, '99999'], dir)).code).toBe(1);
@@ -145,9 +147,9 @@ describe('spoolship queue (process)', () => {
     expect(JSON.parse(moved.stdout)).toEqual({ moved_batches: 1, moved_lines: 50 });
     expect(moved.stderr).toContain(`moved batch ${first}`);
     expect(await listRows(cfg.configFile, dir)).toHaveLength(3);
-    const dl = (await cli(['dead-letter', 'list', '-c', cfg.configFile, '--json', '--reason', 'operator'], dir)).stdout.trim().split('\n').map((l) => JSON.parse(l) as { file: string; offset: number });
+    const dl = (await cli(['dead-letter', 'list', '-c', cfg.configFile, '--json', '--reason', 'operator'], dir)).stdout.trim().split('\n').map((l) => JSON.parse(l) as { file: string; offset: number; status: number | null });
     expect(dl).toHaveLength(50);
-    expect(dl.every((d) => d.file === file)).toBe(true);
+    expect(dl.every((d) => d.file === file && d.status === 503)).toBe(true);
     expect(new Set(dl.map((d) => d.offset)).size).toBe(50);
 
     // The outage ends: the 150 queued lines ship; the 50 moved ones do not (they are dead letters now).

@@ -131,10 +131,10 @@ async function list(config: Readonly<Config>, datasource: string | undefined, js
       bytes: h.rawLen,
       compressed_bytes: r.bodyBytes,
       age_ms: Math.max(0, now - h.queuedAt),
-      // Attempts and answers live in the running agent only; not recorded on disk.
-      attempts: null,
-      last_status: null,
-      last_error: null,
+      // As the record kept them when it was queued (unknown for records of older releases).
+      attempts: h.history?.attempts ?? null,
+      last_status: h.history?.lastStatus ?? null,
+      last_error: h.history?.lastError ?? null,
     };
   });
   return printList(config, rows, datasource, json, io);
@@ -215,7 +215,7 @@ async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStor
   if (!batch) throw new Error(`queued batch ${rec.header!.id} cannot be read (damaged); start the agent: it reads such a batch again from the spool`);
   const raw = batch.header.encoding ? await decodeBody(batch.header.encoding, batch.body) : batch.body;
   const q = store.queuedIntents().find((x) => x.id === batch.header.id);
-  return deadLetterInputs({ ds: batch.header.ds, lineStart: 0 }, raw, 'operator', null, q?.ranges, (k) => store.metaOf(k)?.path);
+  return deadLetterInputs({ ds: batch.header.ds, lineStart: 0 }, raw, 'operator', batch.header.history?.lastStatus ?? null, q?.ranges, (k) => store.metaOf(k)?.path);
 }
 
 export default command;
