@@ -105,6 +105,13 @@ describe('POST /v0/events status table', () => {
     expect(decoded.status).toBe(413);
     expect(await readStored(dir, 'events')).toBe(line);
     expect(emu.stats().requests_by_status).toEqual({ '200': 1, '413': 2 });
+
+    // The limit is on the decoded body: exactly maxBody, larger on the wire (gzip level 0), is accepted.
+    const stored = gzipSync(Buffer.from(line), { level: 0 });
+    expect(stored.length).toBeGreaterThan(maxBody);
+    const wireLarger = await postEvents(emu, { body: stored, headers: { 'content-encoding': 'gzip' } });
+    expect(wireLarger.status).toBe(200);
+    expect(await readStored(dir, 'events')).toBe(line + line);
   });
 
   it('413 for an oversize streamed body without Content-Length, answered before the body ends', async () => {

@@ -70,7 +70,7 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
   if (result === null) {
     let read;
     try {
-      read = await readBody(req, deps.maxBodyBytes, (n) => deps.stats.addBytesIn(n), deps.pace);
+      read = await readBody(req, wireLimit(req.headers['content-encoding'], deps.maxBodyBytes), (n) => deps.stats.addBytesIn(n), deps.pace);
     } catch {
       return; // the client went away mid-body: nothing to answer
     }
@@ -184,4 +184,15 @@ function toEmuRequest(req: AnyRequest, url: URL, body: Buffer): EmuRequest {
 
 function isHttp2(req: AnyRequest): req is Http2ServerRequest {
   return req.httpVersionMajor === 2;
+}
+
+/**
+ * The most body bytes buffered from the wire. --max-body limits the decoded
+ * body: an encoded body may be larger on the wire than decoded (gzip level 0,
+ * empty members), so it may take twice the limit plus 64 KiB before it is
+ * refused unread; the decoder then judges the decoded size (decode.ts).
+ */
+function wireLimit(contentEncoding: string | string[] | undefined, maxBodyBytes: number): number {
+  const enc = (Array.isArray(contentEncoding) ? contentEncoding.join(',') : (contentEncoding ?? '')).trim().toLowerCase();
+  return enc === '' || enc === 'identity' ? maxBodyBytes : 2 * maxBodyBytes + 64 * 1024;
 }
