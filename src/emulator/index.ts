@@ -63,7 +63,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const faults = new FaultPicker(o.faults, o.random);
   const delays = new Delays();
   const store = createRowStore(o.dataDir);
-  const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
+  const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, foreignToken: o.foreignToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
   const events = createEventsApi({
     tokens: new Set(o.tokens),
     appendTokens: new Set(o.appendTokens),

@@ -58,6 +58,22 @@ describe('routes', () => {
     expect(emu.stats().requests_by_status).toEqual({}); // cluster calls are not Events requests
   });
 
+  it('the foreign token is 404 on the cluster API too (another region), any other wrong token 403', async () => {
+    const emu = await startEmu();
+    const ask = async (path: string, token: string, how: 'bearer' | 'query' = 'bearer') => {
+      const url = `${emu.url}${path}${how === 'query' ? `?token=${token}` : ''}`;
+      const res = await request(url, { headers: how === 'bearer' ? { authorization: `Bearer ${token}` } : {} });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    const list = `/v0/organizations/${emu.org}/clusters`;
+    const config = `/v0/organizations/${emu.org}/clusters-configuration`;
+    expect(await ask(list, emu.foreignToken)).toBe(404);
+    expect(await ask(config, emu.foreignToken, 'query')).toBe(404);
+    expect(await ask(list, 'wrong')).toBe(403);
+    expect(await ask(list, emu.adminToken)).toBe(200);
+  });
+
   it('unknown paths are 404 with a JSON error', async () => {
     const emu = await startEmu();
     const res = await getJson(`${emu.url}/v1/nothing`);

@@ -20,6 +20,8 @@ export type { ClusterFlags } from './store.js';
 export interface ClusterApiOptions {
   org: string;
   adminToken: string;
+  /** A valid token of another region: 404, as on the Events API. */
+  foreignToken?: string;
   /** How long a modification keeps operation_in_progress, and an added replica `adding`. */
   replicaDelayMs: number;
   now: () => number;
@@ -73,7 +75,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     // Unknown routes and methods keep their 404 / 405, which come before auth.
     if (!route || !allowedMethods(route).includes(req.method) || authorized(req, route, opts.adminToken)) return null;
     if (hook) await hook({ ...req, body: Buffer.alloc(0) });
-    const res = refused();
+    const res = refused(req, opts.foreignToken);
     records.push({ at: opts.now(), method: req.method, path: req.path, body: null, status: res.status, response: res.body ?? null });
     if (records.length > MAX_RECORDS) records.shift();
     return res;
@@ -96,7 +98,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     if (!allowed.includes(req.method)) {
       return { status: 405, headers: { allow: allowed.join(', ') }, body: { error: `method ${req.method} not allowed; use ${allowed.join(' or ')}` } };
     }
-    if (!authorized(req, route, opts.adminToken)) return refused();
+    if (!authorized(req, route, opts.adminToken)) return refused(req, opts.foreignToken);
     if (route.org !== opts.org) return { status: 404, body: { error: `organization '${route.org}' not found` } };
     if (route.kind === 'list') return { status: 200, body: { clusters: store.list() } };
     if (route.kind === 'configuration') return { status: 200, body: catalog };
@@ -122,7 +124,11 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
   };
 }
 
-function refused(): EmuResponse {
+function refused(req: EmuRequestHead, foreignToken: string | undefined): EmuResponse {
+  const given = req.headers['authorization']?.replace(/^Bearer /, '') ?? req.query.get('token');
+  if (foreignToken !== undefined && given === foreignToken) {
+    return { status: 404, body: { error: "the token's Workspace does not belong to this region; use the API host of the token's region" } };
+  }
   return { status: 403, body: { error: 'token not valid for the cluster management API of this organization' } };
 }
 
