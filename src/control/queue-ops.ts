@@ -164,15 +164,21 @@ export class QueueOps {
 
   /** Lines moved (0 when the batch was acknowledged meanwhile), or 'aborted' when the agent stops. */
   private async moveOne(f: Found): Promise<number | 'aborted'> {
-    const { queue, sender, clock } = this.d;
+    const { queue, sender, clock, store } = this.d;
     const deadline = clock.now() + PICKUP_WAIT_MS;
+    let queued = f.queued;
     for (;;) {
-      if (f.queued && queue.lease(f.queued.ref)) return this.moveQueued(f.queued.ref, f.queued.header);
+      if (queued && queue.lease(queued.ref)) return this.moveQueued(queued.ref, queued.header);
       const release = sender.release(f.row.id);
       if (release) return release.wait();
-      // A queued record the replayer has taken and not yet handed to the
-      // sender (or one just delivered): look again shortly.
-      if (!f.queued || !(await queue.list()).some((r) => r.header.id === f.row.id)) return 0;
+      // Neither leased nor being delivered: a queued record the replayer has
+      // taken and not yet handed to the sender, or a held batch on its way
+      // into the disk queue (its probe failed again and it was deferred; its
+      // journal intent stays until the record is written), or a batch
+      // delivered meanwhile (nothing to move). Look again shortly.
+      const rec = (await queue.list()).find((r) => r.header.id === f.row.id);
+      if (rec) queued = { ref: rec.ref, header: rec.header };
+      else if (store.intentRanges(f.row.id) === undefined) return 0;
       if (clock.now() >= deadline) throw new Error(`batch ${f.row.id} is being read by the agent and did not become movable within ${PICKUP_WAIT_MS / 1000} s; try again`);
       await clock.sleep(PICKUP_POLL_MS);
     }
