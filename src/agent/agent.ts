@@ -40,6 +40,7 @@ import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline } from '../pipeline/pipeline.js';
+import { BODIES_IN_MEMORY_BYTES, HeldBodies, spillDir } from '../pipeline/held-bodies.js';
 import { Acker } from '../state/acker.js';
 import { Resender, completeQueuedIntents } from '../recovery/resend.js';
 import { reportRecovery } from '../recovery/report.js';
@@ -65,6 +66,8 @@ export interface AgentDeps {
   onStateSize?: (files: number) => void;
   /** A compressed body's `bytes` of native memory are no longer referenced (util/scavenge.ts gives them back). */
   onBodyDropped?: (bytes: number) => void;
+  /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
+  bodiesInMemoryBytes?: number;
 }
 
 export class Agent {
@@ -221,6 +224,9 @@ export class Agent {
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
     if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     await completeQueuedIntents(this.store, this.queue);
+    // Left by a crash between a spill file's open and its unlink (held-bodies.ts). A
+    // directory that cannot be prepared is reported by the first spill that fails.
+    await HeldBodies.prepare(spillDir(c.state_dir)).catch(() => undefined);
   }
 
   /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */
@@ -273,6 +279,8 @@ export class Agent {
       clock,
       maxInFlight: () => this.sender.concurrencyLimit,
       maxInFlightCeiling: inFlightCeiling(c),
+      spillDir: spillDir(c.state_dir),
+      bodiesInMemoryBytes: deps.bodiesInMemoryBytes ?? BODIES_IN_MEMORY_BYTES,
       recycle: (body) => this.batcher.recycle(body),
       onBodyDropped: deps.onBodyDropped,
       openBytes: () => this.batcher.openBytes,

@@ -11,6 +11,7 @@
 // replayer sends, or a fresh one held by a park): the sender releases it and
 // its owner completes it as for any other delivered batch.
 import { decodeBody } from '../codec/index.js';
+import { bodyBytes } from '../sender/body.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import type { QueuedHeader, QueueRef, RetryQueue } from '../queue/retry-queue.js';
@@ -210,7 +211,10 @@ export class QueueOps {
       body = { id: f.row.id, ds: rec.header.ds, body: rec.body, encoding: rec.header.encoding, rawLen: rec.header.rawLen, lines: rec.header.lines };
     }
     if (!body) return 0;
-    const raw = body.encoding ? await decodeBody(body.encoding, body.body) : body.body;
+    // A held body that was spilled is read from its file; delivered meanwhile, the file is gone and nothing is left to size.
+    const bytes = await bodyBytes(body.body).catch(() => null);
+    if (!bytes) return 0;
+    const raw = body.encoding ? await decodeBody(body.encoding, bytes) : bytes;
     // Each record names its file and offset: room for the longest path of the batch's files.
     const paths = (this.d.store.batchRanges(body.id) ?? []).map((r) => this.d.pathOf(r.file) ?? '');
     const where = Math.max(0, ...paths.map((p) => JSON.stringify(p).length)) + 20;

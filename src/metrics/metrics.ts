@@ -103,10 +103,16 @@ export function createMetrics(sources: MetricsSources = {}) {
       help: 'Largest uncompressed request body sent: batch.max_bytes, or lower after a 413 (grows back 10 % per 5 minutes)',
       registers: reg,
     }),
+    spilledBodyBytes: new client.Gauge({
+      name: 'spoolship_spilled_body_bytes',
+      help: 'Compressed bodies waiting for their answers in (unlinked) files of state_dir/spill instead of memory: slow answers keep many in flight',
+      registers: reg,
+    }),
   };
   for (const reason of PARK_REASONS) m.parked.set({ reason }, 0);
   m.limiterFallback.set(0);
   m.queueBytes.set(0);
+  m.spilledBodyBytes.set(0);
   m.queueBatches.set(0);
   return m;
 }

@@ -1,6 +1,6 @@
 // Longer than ~250 lines (just): the path of one batch from closed to done
 // is one sequence of awaits, and its deferral and dead-letter branches share
-// its bookkeeping (tasks, room, the body pool).
+// its bookkeeping (tasks, room, the held bodies: held-bodies.ts).
 //
 // From a closed batch to a done batch: record the intent durably and
 // compress (in parallel: compression runs on the threadpool), deliver, then
@@ -24,7 +24,8 @@ import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
-import { BodyPool } from './body-pool.js';
+import { HeldBodies } from './held-bodies.js';
+import { bodyBytes, type Body } from '../sender/body.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -49,7 +50,7 @@ export class Pipeline implements LongLived {
   private roomWaiters: Array<() => void> = [];
   lastAckAt: number;
   private stopping = false;
-  private readonly bodies: BodyPool;
+  private readonly bodies: HeldBodies;
 
   constructor(
     private readonly o: {
@@ -67,9 +68,12 @@ export class Pipeline implements LongLived {
       maxInFlight: () => number;
       /** The most that can ever be in flight (sizes the body pool). */
       maxInFlightCeiling: number;
+      /** Where bodies beyond `bodiesInMemoryBytes` are spilled (held-bodies.ts); prepared by the caller. */
+      spillDir: string;
+      bodiesInMemoryBytes: number;
       /** Take back an uncompressed body once it is compressed. */
       recycle: (body: Buffer) => void;
-      /** The codec's output of `bytes` was copied into the body pool and dropped (util/scavenge.ts gives its memory back). */
+      /** `bytes` of native memory were dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
       onBodyDropped?: (bytes: number) => void;
       /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
       openBytes: () => number;
@@ -84,7 +88,14 @@ export class Pipeline implements LongLived {
     },
   ) {
     this.lastAckAt = o.clock.now();
-    this.bodies = new BodyPool(o.maxInFlightCeiling + PIPELINE_SLACK);
+    this.bodies = new HeldBodies({
+      dir: o.spillDir,
+      memoryBytes: o.bodiesInMemoryBytes,
+      keep: o.maxInFlightCeiling + PIPELINE_SLACK,
+      log: o.log,
+      onSpilled: (bytes) => o.metrics.spilledBodyBytes.set(bytes),
+      onDropped: o.onBodyDropped,
+    });
   }
 
   get batchesActive(): number {
@@ -220,28 +231,29 @@ export class Pipeline implements LongLived {
     }
     const rawLen = batch.body.length;
     metrics.batchBytes.observe(rawLen);
-    // From here on the batch is its compressed bytes, in a buffer of the
-    // pipeline's own (body-pool.ts), and the uncompressed buffer goes back to
-    // the batcher: RSS stays flat with many batches in flight. With codec none
-    // the body sent is the batch's own memory: it goes back to the batcher
-    // once the batch is delivered or on disk (dead letters copy their lines).
-    const sameMemory = body.buffer === batch.body.buffer;
-    if (!sameMemory) {
-      this.o.recycle(batch.body);
-      const dropped = body.length;
-      body = this.bodies.copy(body);
-      this.o.onBodyDropped?.(dropped);
-    }
+    // From here on the batch is its compressed bytes, held by the pipeline
+    // (held-bodies.ts: in a buffer of its own pool, or spilled to a file), and
+    // the uncompressed buffer goes back to the batcher: RSS stays flat with
+    // many batches in flight. With codec none the body is the batch's own
+    // memory: kept in memory, it goes back to the batcher once the batch is
+    // delivered or on disk (dead letters copy their lines).
+    const own = body.buffer === batch.body.buffer;
+    const holding = this.bodies.hold(body, own);
+    // The codec's output is copied now: unreferenced from here on, it dies young.
+    body = EMPTY;
+    const held = await holding;
+    const keepsBatch = own && Buffer.isBuffer(held);
+    if (!keepsBatch) this.o.recycle(batch.body);
     batch.body = EMPTY;
     try {
-      await this.deliver(batch, body, rawLen, !recovered);
+      await this.deliver(batch, held, rawLen, !recovered);
     } finally {
-      if (sameMemory) this.o.recycle(body);
-      else this.bodies.release(body);
+      this.bodies.release(held);
+      if (keepsBatch) this.o.recycle(held as Buffer);
     }
   }
 
-  private async deliver(batch: ClosedBatch, body: Buffer, rawLen: number, neverSent: boolean): Promise<void> {
+  private async deliver(batch: ClosedBatch, body: Body, rawLen: number, neverSent: boolean): Promise<void> {
     const { store, codec, sender, metrics } = this.o;
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
     const canDefer = () => this.o.queue.hasRoom(body.length);
@@ -262,8 +274,9 @@ export class Pipeline implements LongLived {
     // record exists, read from the page cache, only for batches that queue.
     const ranges = store.intentRanges(batch.id) ?? [];
     const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.metaOf(k));
+    const bytes = await bodyBytes(body);
     await this.retryStateWrite(() =>
-      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now(), history: sender.history(batch.id) ?? undefined }, body),
+      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now(), history: sender.history(batch.id) ?? undefined }, bytes),
     );
     await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     await this.retryStateWrite(async () => void store.completeBatch(batch.id));

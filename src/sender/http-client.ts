@@ -7,8 +7,10 @@
 // when its first batch goes to compression, so the module loads on the main
 // thread while the threadpool compresses instead of before any file is read.
 import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import type { LongLived } from '../util/lifecycle.js';
 import type { Pool } from 'undici';
+import type { Body } from './body.js';
 
 export type SendOutcome =
   | {
@@ -83,7 +85,7 @@ export class EventsClient implements LongLived {
   }
 
   /** `cut` ends the request where it is (its sender is destroyed): an error outcome, code ABORTED. */
-  async post(ds: string, body: Buffer, contentEncoding: string | null, cut?: AbortSignal): Promise<SendOutcome> {
+  async post(ds: string, body: Body, contentEncoding: string | null, cut?: AbortSignal): Promise<SendOutcome> {
     const pool = await this.pool();
     const query = `name=${encodeURIComponent(ds)}&wait=${this.opts.wait ? 'true' : 'false'}`;
     const headers: Record<string, string> = {
@@ -91,10 +93,14 @@ export class EventsClient implements LongLived {
       'content-type': 'application/x-ndjson',
     };
     if (contentEncoding) headers['content-encoding'] = contentEncoding;
+    // A spilled body is read from its file while it is sent; undici checks that it is exactly content-length bytes.
+    if (!Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
+    // (A byte stream of highWaterMark 1 reads one step ahead at most.)
+    const payload = Buffer.isBuffer(body) ? body : Readable.from(body.chunks(), { objectMode: false, highWaterMark: 1 });
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const signal = cut ? AbortSignal.any([timeout, cut]) : timeout;
     try {
-      const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body, signal });
+      const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body: payload, signal });
       const { text, truncated } = await readBounded(res.body, MAX_ANSWER_BYTES);
       const h = (name: string) => {
         const v = res.headers[name];

@@ -13,6 +13,7 @@
 // of it was stored.
 import { setMaxListeners } from 'node:events';
 import { decodeBody, type Codec } from '../codec/index.js';
+import { bodyBytes, type Body } from './body.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
@@ -44,8 +45,8 @@ export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 export interface RootBatch {
   id: number;
   ds: string;
-  /** Compressed body: the exact bytes of every attempt. */
-  body: Buffer;
+  /** Compressed body: the exact bytes of every attempt (in memory, or spilled: body.ts). */
+  body: Body;
   /** Content-Encoding of `body` (a queued batch keeps the codec it was compressed with). */
   encoding: string | null;
   rawLen: number;
@@ -55,7 +56,7 @@ export interface RootBatch {
 /** A piece of a root batch: the whole of it, or a half of a half... */
 export interface Part {
   ds: string;
-  body: Buffer;
+  body: Body;
   encoding: string | null;
   rawLen: number;
   lines: number;
@@ -772,7 +773,8 @@ export class Sender implements LongLived {
   }
 
   private async raw(part: Part): Promise<Buffer> {
-    return part.encoding ? decodeBody(part.encoding, part.body) : part.body;
+    const bytes = await bodyBytes(part.body);
+    return part.encoding ? decodeBody(part.encoding, bytes) : bytes;
   }
 
   /** Halves at the line boundary nearest the middle. */

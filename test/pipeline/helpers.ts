@@ -60,7 +60,7 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number) => void; scanSlice?: number } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number) => void; scanSlice?: number; bodiesInMemoryBytes?: number } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),
@@ -69,6 +69,7 @@ export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: nu
     onStateSize: opts.onStateSize,
     onBodyDropped: opts.onBodyDropped,
     scanSlice: opts.scanSlice,
+    bodiesInMemoryBytes: opts.bodiesInMemoryBytes,
     onFatal: (err) => {
       fatal = err;
     },

@@ -8,6 +8,7 @@ import { QueueReplayer, REPLAY_CONCURRENCY } from '../../src/queue/replayer.js';
 import { RetryQueue } from '../../src/queue/retry-queue.js';
 import { tempDir } from '../pipeline/helpers.js';
 import { harness, lines, settle, type Harness } from '../sender/helpers.js';
+import { bodyBytes } from '../../src/sender/body.js';
 
 async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: number[]; replayer: QueueReplayer }> {
   const delivered: number[] = [];
@@ -30,7 +31,7 @@ async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: 
 
 async function enqueue(h: Harness, queue: RetryQueue, ds: string, id: number): Promise<void> {
   const b = await h.batch(ds, lines(`${ds}${id}-`, 2), id);
-  await queue.append({ id, ds, encoding: b.encoding, rawLen: b.rawLen, lines: b.lines, queuedAt: h.clock.now() }, b.body);
+  await queue.append({ id, ds, encoding: b.encoding, rawLen: b.rawLen, lines: b.lines, queuedAt: h.clock.now() }, await bodyBytes(b.body));
 }
 
 describe('QueueReplayer: parked Data Sources', () => {

@@ -1,0 +1,131 @@
+// Where compressed bodies wait for their answers (src/pipeline/held-bodies.ts):
+// in memory up to a bound, beyond it in unlinked files of state_dir/spill,
+// read back byte for byte. Real files; the disk-full case on a real tmpfs
+// (needs mount(2): tests run as root on Linux, CI too; without it the test
+// fails saying so).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { HeldBodies } from '../../src/pipeline/held-bodies.js';
+import { bodyBytes, SpilledBody, type Body } from '../../src/sender/body.js';
+import { onCleanup, tempDir } from './helpers.js';
+
+function random(n: number, seed: number): Buffer {
+  const b = Buffer.allocUnsafe(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    b[i] = x >>> 24;
+  }
+  return b;
+}
+
+function logs(): { log: pino.Logger; events: Array<Record<string, unknown>> } {
+  const events: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) events.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  return { log: pino({ level: 'info' }, sink), events };
+}
+
+async function chunksOf(body: SpilledBody): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of body.chunks()) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+describe('HeldBodies', () => {
+  it('keeps bodies in memory up to the bound and spills the next to unlinked files that read back byte for byte', async () => {
+    const dir = path.join(await tempDir(), 'spill');
+    await HeldBodies.prepare(dir);
+    const gauge: number[] = [];
+    const held = new HeldBodies({ dir, memoryBytes: 3_000_000, keep: 4, log: pino({ level: 'silent' }), onSpilled: (b) => gauge.push(b) });
+    const a = random(1_200_000, 1);
+    const b = random(1_200_000, 2);
+    const c = random(1_300_000, 3); // 3.7 MB with a and b: over the bound
+    const ha = await held.hold(a, false);
+    const hb = await held.hold(b, false);
+    const hc = await held.hold(c, false);
+    expect(Buffer.isBuffer(ha) && Buffer.isBuffer(hb)).toBe(true);
+    expect(hc).toBeInstanceOf(SpilledBody);
+    expect(hc.length).toBe(c.length);
+    expect(held.bytes).toEqual({ inMemory: 2_400_000, spilled: 1_300_000 });
+    expect(gauge).toEqual([1_300_000]);
+    // The file has no name: nothing in the directory, nothing left by a crash.
+    expect(readdirSync(dir)).toEqual([]);
+    // Read whole (a split, the disk queue) and in steps (a request), as often as asked: the same bytes.
+    expect((await bodyBytes(hc)).equals(c)).toBe(true);
+    expect((await chunksOf(hc as SpilledBody)).equals(c)).toBe(true);
+    expect((await chunksOf(hc as SpilledBody)).equals(c)).toBe(true);
+    expect((await bodyBytes(ha)).equals(a)).toBe(true);
+
+    // Released, the memory counts no more: the next body stays in memory.
+    held.release(ha);
+    held.release(hc);
+    expect(gauge).toEqual([1_300_000, 0]);
+    const hd = await held.hold(random(1_500_000, 4), false);
+    expect(Buffer.isBuffer(hd)).toBe(true);
+    expect(held.bytes).toEqual({ inMemory: 2_700_000, spilled: 0 });
+    // A spilled body read after its release fails: its file is gone.
+    await expect(bodyBytes(hc)).rejects.toThrow();
+  });
+
+  it('with a bound of 0 spills every body, the batch\'s own memory too (codec none); kept in memory, that is not copied', async () => {
+    const dir = path.join(await tempDir(), 'spill');
+    await HeldBodies.prepare(dir);
+    const own = random(100_000, 5);
+    const spillAll = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log: pino({ level: 'silent' }) });
+    const s = await spillAll.hold(own, true);
+    expect(s).toBeInstanceOf(SpilledBody);
+    own.fill(0); // the batch buffer goes back to the batcher and is reused: the spilled body keeps its bytes
+    expect((await bodyBytes(s)).equals(random(100_000, 5))).toBe(true);
+    spillAll.release(s);
+    const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
+    const m = await inMemory.hold(own, true);
+    expect(m).toBe(own);
+  });
+
+  it('prepare() empties the directory of files a crash left between open and unlink', async () => {
+    const dir = path.join(await tempDir(), 'spill');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, '4242-7.body'), 'left over');
+    await HeldBodies.prepare(dir);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('a full file system leaves bodies in memory, with one WARN, and spills again once there is room (real tmpfs)', async () => {
+    const dir = path.join(await tempDir(), 'spill');
+    mkdirSync(dir);
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    } catch (err) {
+      throw new Error(`cannot run: mounting a tmpfs failed (${String((err as { stderr?: Buffer }).stderr ?? err).trim()}); this test needs root (CAP_SYS_ADMIN) on Linux`);
+    }
+    onCleanup(async () => execFileSync('umount', ['-l', dir]));
+    const { log, events } = logs();
+    const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
+    const big = [random(1_500_000, 6), random(1_500_000, 7)];
+    const kept: Body[] = [];
+    for (const b of big) kept.push(await held.hold(b, false));
+    // Neither fits a 1 MB file system: both stay in memory, whole and correct.
+    expect(kept.every((k) => Buffer.isBuffer(k))).toBe(true);
+    expect(kept.map((k, i) => (k as Buffer).equals(big[i]!))).toEqual([true, true]);
+    expect(events.filter((e) => e.event === 'body_spill_failed')).toHaveLength(1);
+    expect(events.find((e) => e.event === 'body_spill_failed')).toMatchObject({ level: 40, dir });
+    // What a failed spill wrote is gone: a small body fits again and is spilled.
+    expect(readdirSync(dir)).toEqual([]);
+    const small = random(300_000, 8);
+    const s = await held.hold(small, false);
+    expect(s).toBeInstanceOf(SpilledBody);
+    expect((await bodyBytes(s)).equals(small)).toBe(true);
+    expect(events.filter((e) => e.event === 'body_spill_resumed')).toHaveLength(1);
+    for (const k of [...kept, s]) held.release(k);
+    expect(held.bytes).toEqual({ inMemory: 0, spilled: 0 });
+  });
+});
