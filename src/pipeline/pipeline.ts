@@ -14,12 +14,12 @@ import type { ClosedBatch } from '../batcher/batcher.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
 import { deadLetterInputs } from '../deadletter/from-batch.js';
-import { rangeCrcs } from '../recovery/reform.js';
+import { lineRanges, rangeCrcs } from '../recovery/reform.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
-import type { Sender } from '../sender/sender.js';
+import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -257,13 +257,15 @@ export class Pipeline implements LongLived {
     const { store, codec, sender, metrics } = this.o;
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
     const canDefer = () => this.o.queue.hasRoom(body.length);
-    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent });
+    let unresolved: Part[] | null = null;
+    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent, onUnresolved: (pieces) => (unresolved = pieces) });
     if (result === 'done') {
       await this.retryStateWrite(async () => void store.completeBatch(batch.id));
       this.lastAckAt = this.o.clock.now();
       metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
       return;
     }
+    if (unresolved) return this.queuePieces(batch, unresolved);
     // Deferred (quick attempts used up, or parked), or stopping: the batch
     // moves to the disk queue when it fits, and only once it is durable there
     // does the committed offset pass it. Without room it stays a journal
@@ -280,6 +282,32 @@ export class Pipeline implements LongLived {
     );
     await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     await this.retryStateWrite(async () => void store.completeBatch(batch.id));
+    this.o.onQueued();
+  }
+
+  /**
+   * The agent stops while a batch is being cut by 400s (or 413s) and some of
+   * its pieces are acknowledged: the pieces left go to the disk queue as
+   * batches of their own (new ids, the file ranges of their lines, their
+   * exact bytes) and the batch is done, so no acknowledged line is sent again
+   * after the restart. Without room in the queue the batch stays a journal
+   * intent and comes back whole, as before.
+   */
+  private async queuePieces(batch: ClosedBatch, pieces: Part[]): Promise<void> {
+    const { store, queue, sender } = this.o;
+    if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return;
+    const ranges = store.intentRanges(batch.id) ?? [];
+    const history = sender.history(batch.id) ?? undefined;
+    for (const p of pieces) {
+      const id = store.newBatchId();
+      const own = (await lineRanges(ranges, this.o.pathOf, p.lineStart, p.lines, (k) => store.metaOf(k))) ?? [];
+      const crcs = await rangeCrcs(own, this.o.pathOf, (k) => store.metaOf(k));
+      const bytes = await bodyBytes(p.body);
+      await this.retryStateWrite(() => queue.append({ id, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now(), history }, bytes));
+      await this.retryStateWrite(() => store.recordQueued({ id, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
+    }
+    await this.retryStateWrite(async () => void store.completeBatch(batch.id));
+    this.o.log.info({ event: 'batch_pieces_queued', batch: batch.id, datasource: batch.ds, pieces: pieces.length, lines: pieces.reduce((n, p) => n + p.lines, 0) }, 'stopping while a batch was being cut: its unresolved pieces wait in the disk queue');
     this.o.onQueued();
   }
 

@@ -60,13 +60,13 @@ async function readRange(p: string, start: number, end: number, meta?: FileMeta)
   }
 }
 
-/** Visit the non-empty lines of `data` (file offset `base`): content without CR/LF. */
-function eachLine(data: Buffer, base: number, fn: (content: Buffer, offset: number) => void): void {
+/** Visit the non-empty lines of `data` (file offset `base`): content without CR/LF, and the offset after the line's terminator. */
+function eachLine(data: Buffer, base: number, fn: (content: Buffer, offset: number, after: number) => void): void {
   let pos = 0;
   while (pos < data.length) {
     const nl = lineEnd(data, pos, data.length);
     const end = contentEnd(data, pos, nl);
-    if (end > pos) fn(data.subarray(pos, end), base + pos);
+    if (end > pos) fn(data.subarray(pos, end), base + pos, base + Math.min(nl + 1, data.length));
     pos = nl + 1;
   }
 }
@@ -110,6 +110,39 @@ export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: 
 }
 
 /** File and offset of lines [first, first + count) of a batch, or null where unknown. */
+/**
+ * The file ranges that hold lines [first, first + count) of a batch with
+ * `ranges`: re-formed, they give exactly those lines (a piece of a batch cut
+ * by 400s, queued on its own). Null when a file cannot be read.
+ */
+export async function lineRanges(
+  ranges: readonly RangeRecord[],
+  pathOf: (key: string) => string | undefined,
+  first: number,
+  count: number,
+  identityOf?: IdentityOf,
+): Promise<RangeRecord[] | null> {
+  const out: RangeRecord[] = [];
+  let index = 0;
+  for (const r of ranges) {
+    if (index >= first + count) break;
+    const p = pathOf(r.file);
+    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
+    if (!data) return null;
+    let start = -1;
+    let end = -1;
+    eachLine(data, r.start, (_c, offset, after) => {
+      if (index >= first && index < first + count) {
+        if (start < 0) start = offset;
+        end = after;
+      }
+      index++;
+    });
+    if (start >= 0) out.push({ file: r.file, start, end });
+  }
+  return index >= first + count ? out : null;
+}
+
 export async function locateLines(
   ranges: readonly RangeRecord[],
   pathOf: (key: string) => string | undefined,

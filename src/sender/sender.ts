@@ -162,6 +162,15 @@ export interface DeliverOptions {
    * of it can be stored yet.
    */
   neverSent?: boolean;
+  /**
+   * The delivery ends unresolved ('aborted' or 'deferred') after pieces of
+   * the batch were acknowledged: `pieces` are what is left of it (the lines
+   * neither acknowledged nor dead-lettered). A caller that keeps these
+   * instead of the whole batch sends no acknowledged line again; without it
+   * the whole batch comes back (SPEC section 3: a graceful stop creates no
+   * duplicates).
+   */
+  onUnresolved?: (pieces: Part[]) => void;
 }
 type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
 
@@ -511,7 +520,10 @@ export class Sender implements LongLived {
         }
         break;
       }
-      if (v === 'aborted' || v === 'deferred') return v;
+      if (v === 'aborted' || v === 'deferred') {
+        if (ctx.accepted && ctx.opts.onUnresolved) await this.leaveUnresolved(ctx, [part, ...work.splice(0)]);
+        return v;
+      }
       const r = await this.handle(part, v, ctx, work);
       if (r) return r;
     }
@@ -521,6 +533,17 @@ export class Sender implements LongLived {
       if (ctx.released) ctx.releasedLines += part.lines;
     }
     return 'done';
+  }
+
+  /**
+   * Pieces of the batch were acknowledged and the rest cannot be resolved now
+   * (the agent stops): the lines already isolated as rejected are final (the
+   * batch is not a request-level problem: something of it was accepted) and
+   * go to the dead-letter store; the caller keeps the other pieces.
+   */
+  private async leaveUnresolved(ctx: Ctx, pieces: Part[]): Promise<void> {
+    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.o.hooks.deadLetterLines(ctx.root, part, raw, 'rejected', 400);
+    ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
   /** The next piece: depth first, left to right; while nothing is accepted, a piece reaching an unexplored quarter first. */

@@ -131,6 +131,8 @@ function apply(st: ReplayedState, r: JournalRecord, doneIds: Set<number>): void 
     case 'q': {
       const { t: _t, ...q } = r;
       st.queued.set(q.id, q);
+      // Pieces of a batch cut by 400s are queued under ids of their own, without an intent.
+      st.nextId = Math.max(st.nextId, q.id + 1);
       return;
     }
     case 'qa':

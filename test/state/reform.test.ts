@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { reformBatch } from '../../src/recovery/reform.js';
+import { lineRanges, reformBatch } from '../../src/recovery/reform.js';
 import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
 import { Progress } from '../../src/state/progress.js';
 
@@ -141,6 +141,34 @@ describe('re-forming a batch from its recorded ranges', () => {
         expect(r.body.toString('latin1'), `seed ${seed}, batch ${batch.id}`).toBe(batch.body.toString('latin1'));
       }
     }
+  });
+
+  it('lineRanges: the ranges of lines [first, first + count) re-form exactly those lines (CRLF, empty lines, across two files)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-'));
+    dirs.push(dir);
+    const fa = path.join(dir, 'a.ndjson');
+    const fb = path.join(dir, 'b.ndjson');
+    await writeFile(fa, '{"a":1}\r\n\n{"a":2}\n\r\n{"a":3}\n');
+    await writeFile(fb, '{"b":1}\n\n{"b":2}\r\n{"b":"tail"}');
+    const paths: Record<string, string> = { a: fa, b: fb };
+    const pathOf = (k: string) => paths[k];
+    const size = async (p: string) => (await stat(p)).size;
+    // A batch of lines a1 a2 a3 b1 b2 btail (indexes 0-5).
+    const ranges = [
+      { file: 'a', start: 0, end: await size(fa) },
+      { file: 'b', start: 0, end: await size(fb) },
+    ];
+    const text = async (first: number, count: number) => {
+      const r = await lineRanges(ranges, pathOf, first, count);
+      return r && (await reformBatch(r, pathOf)).body.toString();
+    };
+    expect(await text(0, 6)).toBe('{"a":1}\n{"a":2}\n{"a":3}\n{"b":1}\n{"b":2}\n{"b":"tail"}\n');
+    expect(await text(1, 1)).toBe('{"a":2}\n');
+    expect(await text(2, 3)).toBe('{"a":3}\n{"b":1}\n{"b":2}\n');
+    expect(await text(5, 1)).toBe('{"b":"tail"}\n');
+    // More lines than the ranges hold, or a file gone: null, never a wrong range.
+    expect(await lineRanges(ranges, pathOf, 4, 5)).toBeNull();
+    expect(await lineRanges(ranges, (k) => (k === 'a' ? fa : undefined), 2, 3)).toBeNull();
   });
 });
 

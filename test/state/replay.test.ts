@@ -59,4 +59,27 @@ describe('state replay', () => {
     expect(view.pendingBatches).toBe(1);
     await recovered.close();
   });
+
+  it('a batch queued under an id of its own (a piece of a cut batch, no intent) keeps its id out of the next batches after a crash', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-replay-'));
+    dirs.push(dir);
+    const s = await store(dir);
+    s.trackFile(meta('a', 1), 0);
+    const b1 = s.newBatchId();
+    s.claims.claim('a', 0, 10, b1);
+    await s.recordIntent(b1, 'events');
+    // Two pieces of batch 1 queued with new ids, then batch 1 done.
+    const p1 = s.newBatchId();
+    const p2 = s.newBatchId();
+    await s.recordQueued({ id: p1, ds: 'events', lines: 1, ranges: [{ file: 'a', start: 0, end: 4, crc: null }] });
+    await s.recordQueued({ id: p2, ds: 'events', lines: 1, ranges: [{ file: 'a', start: 4, end: 10, crc: null }] });
+    s.completeBatch(b1);
+    await s.flush();
+    await s.close(); // no checkpoint after the records: like a kill -9
+
+    const recovered = await store(dir);
+    expect(recovered.queuedIntents().map((q) => q.id).sort()).toEqual([p1, p2]);
+    expect(recovered.newBatchId()).toBeGreaterThan(p2);
+    await recovered.close();
+  });
 });
