@@ -371,6 +371,7 @@ export class Agent {
       onChange: () => this.queueReport.update(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
       onDelivered: (id) => this.store.completeQueued(id),
+      keepPieces: (id, pieces) => this.pipeline.keepPieces(id, pieces),
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
     });

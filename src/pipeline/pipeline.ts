@@ -294,21 +294,32 @@ export class Pipeline implements LongLived {
    * intent and comes back whole, as before.
    */
   private async queuePieces(batch: ClosedBatch, pieces: Part[]): Promise<void> {
+    if (!(await this.keepPieces(batch.id, pieces))) return;
+    await this.retryStateWrite(async () => void this.o.store.completeBatch(batch.id));
+    this.o.onQueued();
+  }
+
+  /**
+   * Write the unresolved pieces of batch `id` (a fresh one, or a queued one
+   * the replayer was sending) to the disk queue; false when they do not fit.
+   * The caller then completes the batch itself.
+   */
+  async keepPieces(id: number, pieces: Part[]): Promise<boolean> {
     const { store, queue, sender } = this.o;
-    if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return;
-    const ranges = store.intentRanges(batch.id) ?? [];
-    const history = sender.history(batch.id) ?? undefined;
+    if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return false;
+    const ranges = store.batchRanges(id) ?? [];
+    const history = sender.history(id) ?? undefined;
     for (const p of pieces) {
-      const id = store.newBatchId();
+      const pieceId = store.newBatchId();
       const own = (await lineRanges(ranges, this.o.pathOf, p.lineStart, p.lines, (k) => store.metaOf(k))) ?? [];
       const crcs = await rangeCrcs(own, this.o.pathOf, (k) => store.metaOf(k));
       const bytes = await bodyBytes(p.body);
-      await this.retryStateWrite(() => queue.append({ id, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now(), history }, bytes));
-      await this.retryStateWrite(() => store.recordQueued({ id, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
+      await this.retryStateWrite(() => queue.append({ id: pieceId, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now(), history }, bytes));
+      await this.retryStateWrite(() => store.recordQueued({ id: pieceId, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     }
-    await this.retryStateWrite(async () => void store.completeBatch(batch.id));
-    this.o.log.info({ event: 'batch_pieces_queued', batch: batch.id, datasource: batch.ds, pieces: pieces.length, lines: pieces.reduce((n, p) => n + p.lines, 0) }, 'stopping while a batch was being cut: its unresolved pieces wait in the disk queue');
-    this.o.onQueued();
+    const ds = pieces[0]?.ds;
+    this.o.log.info({ event: 'batch_pieces_queued', batch: id, datasource: ds, pieces: pieces.length, lines: pieces.reduce((n, p) => n + p.lines, 0) }, 'stopping while a batch was being cut: its unresolved pieces wait in the disk queue');
+    return true;
   }
 
   /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset. */

@@ -11,7 +11,7 @@
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
-import type { Sender } from '../sender/sender.js';
+import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from './retry-queue.js';
 import type { StateWrites } from '../state/acker.js';
 
@@ -39,6 +39,12 @@ export class QueueReplayer implements LongLived {
       onChange: () => void;
       /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
       onDelivered: (id: number) => void;
+      /**
+       * The agent stopped while a queued batch was being cut by 400s and some
+       * of it was acknowledged: queue what is left as records of their own
+       * (Pipeline.keepPieces); true when written, and the record goes.
+       */
+      keepPieces?: (id: number, pieces: Part[]) => Promise<boolean>;
       onPastDedupWindow: () => void;
       /** Runs each state write, waiting out a full or read-only state_dir (state/acker.ts). */
       writes: StateWrites;
@@ -92,6 +98,7 @@ export class QueueReplayer implements LongLived {
           this.o.log.warn({ datasource: rec.header.ds }, 'sending a queued batch older than 5 hours: the platform no longer deduplicates its retries');
         }
       }
+      let unresolved: Part[] | null = null;
       const result = await sender.deliver(
         {
           id: rec.header.id,
@@ -101,9 +108,14 @@ export class QueueReplayer implements LongLived {
           rawLen: rec.header.rawLen,
           lines: rec.header.lines,
         },
-        { leaveWhenDsParked: true, signal: this.abort.signal },
+        { leaveWhenDsParked: true, signal: this.abort.signal, onUnresolved: this.o.keepPieces && ((pieces) => (unresolved = pieces)) },
       );
-      if (result === 'done') {
+      if (unresolved && (await this.o.keepPieces!(rec.header.id, unresolved))) {
+        // Its acknowledged pieces must not be sent again: what is left is queued anew, the record goes.
+        this.o.onDelivered(rec.header.id);
+        await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));
+        this.o.onChange();
+      } else if (result === 'done') {
         // ENOSPC here is the disk_full state, as anywhere: wait for space.
         // The state forgets the queued batch first: a damaged-record check in
         // between must never take an acknowledged batch for a lost one.

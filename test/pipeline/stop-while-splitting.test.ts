@@ -47,4 +47,38 @@ describe('a graceful stop during a 400 bisection', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), good);
     expect(deadLetters().map((l) => (JSON.parse(l) as { line: string }).line).sort()).toEqual([40, 300, 700, 1100, 1500, 1900].map((n) => `{"id":"POISON-${n}"}`).sort());
   });
+
+  it('the same for a batch sent from the disk queue: its record goes, the pieces left are queued anew', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { latencyMs: 60 });
+    // An outage first: the batch moves to the disk queue after its quick attempts.
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    const good = jsonLines('q', 0, 2000);
+    const lines = [...good];
+    for (const at of [1900, 1500, 1100, 700, 300, 40]) lines.splice(at, 0, `{"id":"POISON-${at}"}`);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const config = configFor(dir, emu, { batch: { max_bytes: 1_000_000, linger_ms: 50 }, shutdown_timeout_ms: 1500 });
+
+    const first = await startAgent(config);
+    await waitFor(async () => / [1-9]\d*$/m.test(await first.agent.metrics.registry.getSingleMetricAsString('spoolship_queue_batches')), 'batch queued during the outage');
+    // The outage ends: the queued batch is sent and cut by 400s; then 403s park the budget.
+    emu.setFaults([{ kind: 'reject_marker', marker: 'POISON' }]);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 300, 'first pieces stored');
+    emu.setFaults([{ kind: 'status', status: 403 }]);
+    await waitFor(() => first.agent.readiness().reasons.includes('token_rejected'), 'parked on the 403');
+    await first.stop();
+    expect(rows(emu, dir, 'ev').length).toBeLessThan(good.length);
+    emu.setFaults([{ kind: 'reject_marker', marker: 'POISON' }]);
+
+    const second = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= good.length, 'every good line', 60_000);
+    const deadLetters = () => {
+      const f = path.join(dir, 'state', 'dead-letter', 'ev.ndjson');
+      return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter((l) => l.includes('POISON')) : [];
+    };
+    await waitFor(() => deadLetters().length >= 6, 'six dead letters');
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), good);
+    expect(deadLetters()).toHaveLength(6);
+  });
 });
