@@ -79,7 +79,11 @@ export class HeldBodies {
   }
 
   private async place(body: Buffer): Promise<Body> {
-    if (this.inMemory + body.length > this.o.memoryBytes) {
+    // The first body always stays in memory (with codec none one batch alone
+    // is larger than the bound: at loopback speed it would be written for
+    // nothing), except with a bound of 0.
+    const alone = this.inMemory === 0 && this.o.memoryBytes > 0;
+    if (!alone && this.inMemory + body.length > this.o.memoryBytes) {
       const spilled = await this.spill(body);
       if (spilled) {
         this.pool.release(body);

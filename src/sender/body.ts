@@ -30,7 +30,7 @@ export class SpilledBody {
     return buf;
   }
 
-  /** The body in steps of 64 KiB, for a request (undici takes an async iterable with a content-length). */
+  /** The body in steps of 64 KiB, for a request (http-client.ts streams it with a content-length). */
   async *chunks(): AsyncGenerator<Buffer> {
     let sent = 0;
     try {

@@ -89,6 +89,11 @@ describe('HeldBodies', () => {
     const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
     const m = await inMemory.hold(own, true);
     expect(m).toBe(own);
+    // A body larger than the bound stays in memory when it is the only one (a 10 MB batch with codec none); the next is spilled.
+    const big = random(2_000_000, 9);
+    const small = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
+    expect(await small.hold(big, true)).toBe(big);
+    expect(await small.hold(random(10_000, 10), false)).toBeInstanceOf(SpilledBody);
   });
 
   it('prepare() empties the directory of files a crash left between open and unlink', async () => {
