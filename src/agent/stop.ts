@@ -37,7 +37,7 @@ export interface RunningParts {
   batcher: { closeAll(): void };
   resender: LongLived;
   pipeline: LongLived & { drainUntil(deadline: number): Promise<boolean> };
-  sender: LongLived;
+  sender: LongLived & { readonly longestRecentAnswerMs: number };
   replayer: LongLived;
   client: LongLived;
   /** Dead letters, the acker's last checkpoint, the journal, the checkpoint, the queue. */
@@ -63,7 +63,12 @@ export class StopSequence {
     await this.within(p.spooler.close(), stopWaitingAt);
     p.batcher.closeAll();
     await this.within(p.resender.close(), stopWaitingAt);
-    await p.pipeline.drainUntil(stopWaitingAt);
+    // No request starts that could not be answered before the agent stops
+    // waiting (cut then, its batch would be sent again at the next start):
+    // the drain ends twice the longest recent answer time earlier (at most
+    // half of what is left of it), then requests on the wire are answered.
+    const allowance = Math.min(2 * p.sender.longestRecentAnswerMs, Math.max(0, stopWaitingAt - clock.now()) / 2);
+    await p.pipeline.drainUntil(stopWaitingAt - allowance);
     // No new attempts: deliveries waiting end; those on the wire are answered until stopWaitingAt.
     const rest = Promise.all([p.sender.close(), p.pipeline.close(), p.replayer.close()]);
     let ended = await this.within(rest, stopWaitingAt);

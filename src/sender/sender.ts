@@ -40,6 +40,9 @@ export type DsParkReason = 'bad_request' | 'datasource_rejected';
  * another Data Source within this long (and that one was not refused since):
  * a Data Source that does not exist, with a token that may not create it.
  */
+/** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
+export const ANSWER_WINDOW = 16;
+
 export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 
 export interface RootBatch {
@@ -236,6 +239,8 @@ export class Sender implements LongLived {
   private readonly concurrency: ConcurrencyLimit;
   /** Requests past the byte budget (waiting for a rate slot, or on the wire). */
   private holding = 0;
+  /** The last ANSWER_WINDOW answer times (ms), oldest first. */
+  private readonly answerTimes: number[] = [];
   /** Requests of this agent holding or waiting for a reserved slot of the rate budget. */
   private readonly slotQueue = new Semaphore(SLOTS_RESERVED_AHEAD);
   /** After a 413, one request at a time until a success (the limit is being learned). */
@@ -425,6 +430,16 @@ export class Sender implements LongLived {
       this.histories.set(id, h);
     }
     return h;
+  }
+
+  /**
+   * The longest of the last ANSWER_WINDOW answer times (ms; 0 before any): a
+   * graceful stop starts no request this close to the moment it stops
+   * waiting for answers (agent/stop.ts), since cutting it then would make
+   * its outcome unknown and its batch a duplicate at the next start.
+   */
+  get longestRecentAnswerMs(): number {
+    return this.answerTimes.length === 0 ? 0 : Math.max(...this.answerTimes);
   }
 
   get requestsInFlight(): number {
@@ -786,6 +801,8 @@ export class Sender implements LongLived {
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
       this.concurrency.onAnswer(this.o.clock.now() - startedAt, answerKind(outcome));
+      this.answerTimes.push(this.o.clock.now() - startedAt);
+      if (this.answerTimes.length > ANSWER_WINDOW) this.answerTimes.shift();
       return outcome;
     } finally {
       this.holding--;

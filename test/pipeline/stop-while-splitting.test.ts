@@ -81,4 +81,28 @@ describe('a graceful stop during a 400 bisection', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), good);
     expect(deadLetters()).toHaveLength(6);
   });
+
+  it('with answers still coming, the stop starts no piece it could not wait for: nothing is cut, nothing sent twice', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { latencyMs: 60 });
+    emu.setFaults([{ kind: 'reject_marker', marker: 'POISON' }]);
+    const good = jsonLines('w', 0, 2000);
+    const lines = [...good];
+    for (const at of [1900, 1500, 1100, 700, 300, 40]) lines.splice(at, 0, `{"id":"POISON-${at}"}`);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const config = configFor(dir, emu, { batch: { max_bytes: 1_000_000, linger_ms: 50 }, shutdown_timeout_ms: 1500 });
+
+    const first = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= 300, 'first pieces stored');
+    // The bisection is still running (one request after another) when the stop comes.
+    await first.stop();
+    const cut = first.agent.metrics.registry.getSingleMetricAsString('spoolship_requests_total');
+    expect(await cut).not.toMatch(/status="error"/);
+    expect(rows(emu, dir, 'ev').length).toBeLessThan(good.length);
+
+    const second = await startAgent(config);
+    await waitFor(() => rows(emu, dir, 'ev').length >= good.length, 'every good line', 60_000);
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), good);
+  });
 });
