@@ -305,16 +305,17 @@ export class Pipeline implements LongLived {
    * The caller then completes the batch itself.
    */
   async keepPieces(id: number, pieces: Part[]): Promise<boolean> {
-    const { store, queue, sender } = this.o;
+    const { store, queue } = this.o;
     if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return false;
     const ranges = store.batchRanges(id) ?? [];
-    const history = sender.history(id) ?? undefined;
+    // No history: the batch's attempts and last answer (often a 200 of
+    // another piece) are not this piece's; `queue list` shows them unknown.
     for (const p of pieces) {
       const pieceId = store.newBatchId();
       const own = (await lineRanges(ranges, this.o.pathOf, p.lineStart, p.lines, (k) => store.metaOf(k))) ?? [];
       const crcs = await rangeCrcs(own, this.o.pathOf, (k) => store.metaOf(k));
       const bytes = await bodyBytes(p.body);
-      await this.retryStateWrite(() => queue.append({ id: pieceId, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now(), history }, bytes));
+      await this.retryStateWrite(() => queue.append({ id: pieceId, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now() }, bytes));
       await this.retryStateWrite(() => store.recordQueued({ id: pieceId, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
     }
     const ds = pieces[0]?.ds;

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/emulator/types.js';
+import { readQueueRecords } from '../../src/report/queue-reader.js';
 import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines, type Running } from './helpers.js';
 
 const REJECT: Fault = { kind: 'reject_marker', marker: 'POISON' };
@@ -40,6 +41,11 @@ async function fixture(prefix: string, faults: Fault[]) {
     await waitFor(() => agent.agent.readiness().reasons.includes('token_rejected'), 'parked on the 403');
     await agent.stop();
     expect(stored().length).toBeLessThan(good.length);
+    // The pieces are queued; their batch's attempts and last answer (a 200 of another piece) are not theirs.
+    const queued = (await readQueueRecords(path.join(dir, 'state', 'queue'))).map((r) => r.header!);
+    expect(queued.length).toBeGreaterThan(0);
+    expect(queued.reduce((n, h) => n + h.lines, 0)).toBeLessThan(lines.length - 300);
+    expect(queued.map((h) => h.history)).toEqual(queued.map(() => undefined));
     emu.setFaults([REJECT]);
   };
   /** Start again: every good line arrives once, each rejected line is one dead letter. */
