@@ -17,7 +17,7 @@ type Usable = (...keyPaths: string[]) => boolean;
 
 /**
  * `tokenRequired`: the command sends (run, send, dead-letter replay) or checks
- * for one that does (check-config): no token is a problem, as SPEC's default
+ * for one that does (check-config): no token is a problem, as the default (src/config/defaults.ts)
  * `token: ${SPOOLSHIP_TOKEN}` with the variable unset is; elsewhere a warning.
  */
 export function crossCheck(c: Config, failed: ReadonlySet<string>, origins: Origins, tokenRequired = false): CrossResult {

@@ -2,7 +2,7 @@
 // file that is already unlinked (pipeline/held-bodies.ts moves bodies there
 // once those in memory pass a bound, so that slow answers, which keep many
 // requests in flight, do not grow RSS by up to max_in_flight_bytes). Either way
-// every attempt sends exactly the same bytes (SPEC section 3, byte-identical
+// every attempt sends exactly the same bytes (README "Delivery guarantee": byte-identical
 // retries), and the file, having no name, cannot be removed or changed by
 // anyone else, nor outlive the process.
 import type { FileHandle } from 'node:fs/promises';

@@ -170,7 +170,7 @@ export interface DeliverOptions {
    * the batch were acknowledged: `pieces` are what is left of it (the lines
    * neither acknowledged nor dead-lettered). A caller that keeps these
    * instead of the whole batch sends no acknowledged line again; without it
-   * the whole batch comes back (SPEC section 3: a graceful stop creates no
+   * the whole batch comes back (README "Delivery guarantee": a graceful stop creates no
    * duplicates).
    */
   onUnresolved?: (pieces: Part[]) => void;
