@@ -307,13 +307,15 @@ export class Pipeline implements LongLived {
   async keepPieces(id: number, pieces: Part[]): Promise<boolean> {
     const { store, queue } = this.o;
     if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return false;
-    const ranges = store.batchRanges(id) ?? [];
+    const identity = (k: string) => store.metaOf(k);
+    // Pieces come sorted by their first line: one read of the batch's ranges for all of them.
+    const spans = await lineRanges(store.batchRanges(id) ?? [], this.o.pathOf, pieces.map((p) => ({ first: p.lineStart, count: p.lines })), identity);
     // No history: the batch's attempts and last answer (often a 200 of
     // another piece) are not this piece's; `queue list` shows them unknown.
-    for (const p of pieces) {
+    for (const [i, p] of pieces.entries()) {
       const pieceId = store.newBatchId();
-      const own = (await lineRanges(ranges, this.o.pathOf, p.lineStart, p.lines, (k) => store.metaOf(k))) ?? [];
-      const crcs = await rangeCrcs(own, this.o.pathOf, (k) => store.metaOf(k));
+      const own = spans[i] ?? [];
+      const crcs = await rangeCrcs(own, this.o.pathOf, identity);
       const bytes = await bodyBytes(p.body);
       await this.retryStateWrite(() => queue.append({ id: pieceId, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now() }, bytes));
       await this.retryStateWrite(() => store.recordQueued({ id: pieceId, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));

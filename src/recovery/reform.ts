@@ -111,36 +111,41 @@ export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: 
 
 /** File and offset of lines [first, first + count) of a batch, or null where unknown. */
 /**
- * The file ranges that hold lines [first, first + count) of a batch with
- * `ranges`: re-formed, they give exactly those lines (a piece of a batch cut
- * by 400s, queued on its own). Null when a file cannot be read.
+ * The file ranges that hold each span of lines [first, first + count) of a
+ * batch with `ranges` (spans sorted by `first`, not overlapping): re-formed,
+ * they give exactly those lines (the pieces of a batch cut by 400s, queued on
+ * their own). One pass over the ranges for every span. A span is null when
+ * a file it needs cannot be read, or the ranges hold fewer lines.
  */
 export async function lineRanges(
   ranges: readonly RangeRecord[],
   pathOf: (key: string) => string | undefined,
-  first: number,
-  count: number,
+  spans: ReadonlyArray<{ first: number; count: number }>,
   identityOf?: IdentityOf,
-): Promise<RangeRecord[] | null> {
-  const out: RangeRecord[] = [];
+): Promise<Array<RangeRecord[] | null>> {
+  const found: RangeRecord[][] = spans.map(() => []);
+  const last = spans.reduce((n, s) => Math.max(n, s.first + s.count), 0);
   let index = 0;
+  let at = 0;
   for (const r of ranges) {
-    if (index >= first + count) break;
+    if (index >= last) break;
     const p = pathOf(r.file);
     const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
-    if (!data) return null;
-    let start = -1;
-    let end = -1;
+    if (!data) break;
+    const here = new Map<number, RangeRecord>();
     eachLine(data, r.start, (_c, offset, after) => {
-      if (index >= first && index < first + count) {
-        if (start < 0) start = offset;
-        end = after;
+      while (at < spans.length && index >= spans[at]!.first + spans[at]!.count) at++;
+      const s = spans[at];
+      if (s && index >= s.first) {
+        const cur = here.get(at);
+        if (cur) cur.end = after;
+        else here.set(at, { file: r.file, start: offset, end: after });
       }
       index++;
     });
-    if (start >= 0) out.push({ file: r.file, start, end });
+    for (const [i, range] of here) found[i]!.push(range);
   }
-  return index >= first + count ? out : null;
+  return spans.map((s, i) => (index >= s.first + s.count ? found[i]! : null));
 }
 
 export async function locateLines(

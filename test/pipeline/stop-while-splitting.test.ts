@@ -8,6 +8,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Fault } from '../../src/emulator/types.js';
 import { readQueueRecords } from '../../src/report/queue-reader.js';
+import { decodeBody } from '../../src/codec/index.js';
+import { reformBatch } from '../../src/recovery/reform.js';
+import { RetryQueue } from '../../src/queue/retry-queue.js';
+import { relocateFiles } from '../../src/spool/relocate.js';
+import { StateStore } from '../../src/state/store.js';
 import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines, type Running } from './helpers.js';
 
 const REJECT: Fault = { kind: 'reject_marker', marker: 'POISON' };
@@ -46,6 +51,8 @@ async function fixture(prefix: string, faults: Fault[]) {
     expect(queued.length).toBeGreaterThan(0);
     expect(queued.reduce((n, h) => n + h.lines, 0)).toBeLessThan(lines.length - 300);
     expect(queued.map((h) => h.history)).toEqual(queued.map(() => undefined));
+    // Each piece's recorded file ranges read again exactly its lines (what a damaged queue record is re-read from).
+    expect(await piecesReformed(path.join(dir, 'state'))).toEqual(queued.length);
     emu.setFaults([REJECT]);
   };
   /** Start again: every good line arrives once, each rejected line is one dead letter. */
@@ -58,6 +65,26 @@ async function fixture(prefix: string, faults: Fault[]) {
     expect(deadLetters().map((l) => (JSON.parse(l) as { line: string }).line).sort()).toEqual(POISON_AT.map((n) => `{"id":"POISON-${n}"}`).sort());
   };
   return { config, stored, setFaults: (list: Fault[]) => emu.setFaults(list), parkThenStop, restartAndCheck };
+}
+
+/** How many queued batches' bodies equal what their recorded ranges re-form (fails on the first that does not). */
+async function piecesReformed(stateDir: string): Promise<number> {
+  const store = await StateStore.open({ stateDir, now: () => Date.now(), onBackgroundError: (err) => { throw err; }, relocate: relocateFiles });
+  const queue = await RetryQueue.open(path.join(stateDir, 'queue'), 1 << 30, () => undefined);
+  try {
+    let n = 0;
+    for (const r of await readQueueRecords(path.join(stateDir, 'queue'))) {
+      const rec = (await queue.readRecord({ seg: r.seg, off: r.off }))!;
+      const sent = await decodeBody(rec.header.encoding ?? undefined, rec.body);
+      const ranges = store.queuedIntents().find((q) => q.id === rec.header.id)!.ranges;
+      expect((await reformBatch(ranges, (k) => store.metaOf(k)?.path)).body.toString()).toBe(sent.toString());
+      n++;
+    }
+    return n;
+  } finally {
+    await queue.close();
+    await store.close();
+  }
 }
 
 describe('a graceful stop during a 400 bisection', () => {

@@ -159,7 +159,7 @@ describe('re-forming a batch from its recorded ranges', () => {
       { file: 'b', start: 0, end: await size(fb) },
     ];
     const text = async (first: number, count: number) => {
-      const r = await lineRanges(ranges, pathOf, first, count);
+      const [r] = await lineRanges(ranges, pathOf, [{ first, count }]);
       return r && (await reformBatch(r, pathOf)).body.toString();
     };
     expect(await text(0, 6)).toBe('{"a":1}\n{"a":2}\n{"a":3}\n{"b":1}\n{"b":2}\n{"b":"tail"}\n');
@@ -167,8 +167,11 @@ describe('re-forming a batch from its recorded ranges', () => {
     expect(await text(2, 3)).toBe('{"a":3}\n{"b":1}\n{"b":2}\n');
     expect(await text(5, 1)).toBe('{"b":"tail"}\n');
     // More lines than the ranges hold, or a file gone: null, never a wrong range.
-    expect(await lineRanges(ranges, pathOf, 4, 5)).toBeNull();
-    expect(await lineRanges(ranges, (k) => (k === 'a' ? fa : undefined), 2, 3)).toBeNull();
+    expect(await lineRanges(ranges, pathOf, [{ first: 4, count: 5 }])).toEqual([null]);
+    expect(await lineRanges(ranges, (k) => (k === 'a' ? fa : undefined), [{ first: 2, count: 3 }])).toEqual([null]);
+    // Several spans in one pass: each gets its own ranges; one the ranges cannot hold is null alone.
+    const several = await lineRanges(ranges, pathOf, [{ first: 0, count: 2 }, { first: 2, count: 2 }, { first: 5, count: 2 }]);
+    expect(await Promise.all(several.map(async (r) => r && (await reformBatch(r, pathOf)).body.toString()))).toEqual(['{"a":1}\n{"a":2}\n', '{"a":3}\n{"b":1}\n', null]);
   });
 });
 
