@@ -122,3 +122,14 @@ export function expectExactlyOnce(got: string[], expected: string[]): void {
   const missing = expected.filter((e) => !counts.has(e));
   expect({ dups: dups.slice(0, 5), missing: missing.slice(0, 5), total: got.length }).toEqual({ dups: [], missing: [], total: expected.length });
 }
+
+/**
+ * A metric's value in an in-process agent: the sample with exactly `labels`
+ * (e.g. '{datasource="ev",reason="rejected"}'), or without labels the
+ * unlabelled sample, else the last one; NaN when there is none.
+ */
+export async function gauge(agent: { metrics: { registry: { getSingleMetricAsString(n: string): Promise<string> } } }, name: string, labels = ''): Promise<number> {
+  const samples = (await agent.metrics.registry.getSingleMetricAsString(name)).split('\n').filter((l) => l.startsWith(name));
+  const line = samples.find((l) => l.startsWith(`${name}${labels} `)) ?? (labels === '' ? samples.at(-1) : undefined);
+  return Number(line?.split(' ').at(-1) ?? 'NaN');
+}

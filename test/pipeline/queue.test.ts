@@ -1,11 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
-
-async function gauge(agent: { metrics: { registry: { getSingleMetricAsString(n: string): Promise<string> } } }, name: string): Promise<number> {
-  const text = await agent.metrics.registry.getSingleMetricAsString(name);
-  return Number(/\s([\d.e+]+)\s*$/.exec(text.trim())?.[1] ?? 'NaN');
-}
+import { configFor, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 describe('disk retry queue in the agent', () => {
   it('an outage moves batches to the disk queue, the spool is committed past them, and all arrive once afterwards', async () => {

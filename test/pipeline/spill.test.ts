@@ -5,13 +5,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
-
-async function gauge(agent: { metrics: { registry: { getSingleMetricAsString(n: string): Promise<string> } } }, name: string, labels = ''): Promise<number> {
-  const text = await agent.metrics.registry.getSingleMetricAsString(name);
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
-  return Number(line?.split(' ')[1] ?? 'NaN');
-}
+import { configFor, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 /** Sample a gauge every 5 ms until stopped; resolves with the largest value seen. */
 function sampleMax(read: () => Promise<number>): { stop: () => Promise<number> } {
