@@ -70,14 +70,15 @@ await build({
   logLevel: 'warning',
 });
 // Run as a program (`spoolship`, ./dist/cli.js), the file starts under
-// /bin/sh, which execs node with the agent's memory settings, keeping the
-// PID (src/cli/memory.ts); to node the second line is a string and a comment.
+// /bin/sh, which execs node with the agent's memory settings (and
+// WASM_BASELINE_FLAG), keeping the PID (src/cli/memory.ts); to node the
+// second line is a string and a comment.
 const cliFile = path.join(dist, 'cli.js');
 const cli = readFileSync(cliFile, 'utf8');
 if (!cli.startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js does not start with the node shebang of src/cli.ts');
 const launcher = [
   '#!/bin/sh',
-  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s "$0" "$@"',
+  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s --liftoff-only "$0" "$@"',
 ].join('\n');
 writeFileSync(cliFile, `${launcher}\n${cli.slice('#!/usr/bin/env node\n'.length)}`);
 // One line more at the top: the source map's generated lines move down by one.

@@ -2,10 +2,12 @@
 // Entry point of the `spoolship` binary (package.json "bin").
 import module from 'node:module';
 import { main } from './cli/main.js';
-import { reexecWithMemorySettings } from './cli/memory.js';
+import { keepWasmInBaselineTier, reexecWithMemorySettings } from './cli/memory.js';
 
 // The agent's memory settings, in this same process (src/cli/memory.ts).
 if (process.argv[2] === 'run') reexecWithMemorySettings();
+// Before any command loads undici, whose HTTP parser is WebAssembly.
+keepWasmInBaselineTier();
 
 // Node 22.1+ keeps compiled code in a cache under the temp dir: loading the
 // `run` command's modules takes 90 instead of 120-170 ms on Node 24 (start to
