@@ -103,6 +103,11 @@ export function createMetrics(sources: MetricsSources = {}) {
       help: 'Largest uncompressed request body sent: batch.max_bytes, or lower after a 413 (grows back 10 % per 5 minutes)',
       registers: reg,
     }),
+    inFlightBytes: new client.Gauge({
+      name: 'spoolship_in_flight_bytes',
+      help: 'Compressed bytes of the requests in flight now (each counted from its turn under limits.max_in_flight_bytes to its answer)',
+      registers: reg,
+    }),
     spilledBodyBytes: new client.Gauge({
       name: 'spoolship_spilled_body_bytes',
       help: 'Compressed bodies waiting for their answers in (unlinked) files of state_dir/spill instead of memory: slow answers keep many in flight',
@@ -113,6 +118,7 @@ export function createMetrics(sources: MetricsSources = {}) {
   m.limiterFallback.set(0);
   m.queueBytes.set(0);
   m.spilledBodyBytes.set(0);
+  m.inFlightBytes.set(0);
   m.queueBatches.set(0);
   return m;
 }

@@ -77,6 +77,10 @@ export class SenderEvents implements SenderHooks {
     this.o.metrics.inFlightLimit.set(limit);
   }
 
+  onInFlightBytes(bytes: number): void {
+    this.o.metrics.inFlightBytes.set(bytes);
+  }
+
   onLearnedLimit(bytes: number): void {
     const { metrics, log, maxBatchBytes } = this.o;
     metrics.learnedMaxBodyBytes.set(bytes);

@@ -85,6 +85,8 @@ export interface SenderHooks {
   onLearnedLimit?(bytes: number): void;
   /** The concurrency limit changed (spoolship_in_flight_limit). */
   onInFlightLimit?(limit: number): void;
+  /** Compressed bytes held against max_in_flight_bytes changed (spoolship_in_flight_bytes). */
+  onInFlightBytes?(bytes: number): void;
 }
 
 /**
@@ -781,6 +783,7 @@ export class Sender implements LongLived {
     }
     const bytes = part.body.length;
     await this.inFlightBytes.acquire(bytes);
+    this.o.hooks.onInFlightBytes?.(this.inFlightBytes.inUse);
     // Counted once past the byte budget: a limit that only waits on bytes is
     // not reached and does not grow (memory binds, not concurrency). Waiting
     // for the rate budget counts: with a shared budget each agent's share of
@@ -807,6 +810,7 @@ export class Sender implements LongLived {
     } finally {
       this.holding--;
       this.inFlightBytes.release(bytes);
+      this.o.hooks.onInFlightBytes?.(this.inFlightBytes.inUse);
       if (narrow) this.single.release();
       this.inFlight.release();
     }

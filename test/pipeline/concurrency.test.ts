@@ -1,11 +1,12 @@
 // max_in_flight: auto against an emulator whose every answer takes 300 ms:
 // with the default config the agent goes past 8 requests in flight (the fixed
 // default of old), and the compressed bytes in flight never pass
-// max_in_flight_bytes.
+// max_in_flight_bytes (seen at the emulator and in the gauge
+// spoolship_in_flight_bytes).
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 const LATENCY_MS = 300;
 
@@ -30,7 +31,16 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
     });
     expect(config.limits.max_in_flight).toBe('auto'); // the default
     const { agent } = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length === lines.length, 'every line', 60_000);
+    // spoolship_in_flight_bytes, read while the lines go out.
+    let gaugeMost = 0;
+    await waitFor(
+      async () => {
+        gaugeMost = Math.max(gaugeMost, await gauge(agent, 'spoolship_in_flight_bytes'));
+        return rows(emu, dir, 'ev').length === lines.length;
+      },
+      'every line',
+      60_000,
+    );
     const metrics = await (await fetch(`${agent.adminUrl}/metrics`)).text();
     const limit = Number(/^spoolship_in_flight_limit (\d+)/m.exec(metrics)?.[1]);
     // Requests that overlapped at the emulator (arrival to answer).
@@ -46,6 +56,10 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
     expect(limit).toBeGreaterThan(8);
     expect(limit).toBeLessThan(64); // it grows only while the limit itself binds
     expect(mostBytes).toBeLessThanOrEqual(maxInFlightBytes);
+    expect(gaugeMost).toBeGreaterThan(0);
+    expect(gaugeMost).toBeLessThanOrEqual(maxInFlightBytes);
+    // Every answer is in: nothing holds the byte budget any more.
+    await waitFor(async () => (await gauge(agent, 'spoolship_in_flight_bytes')) === 0, 'no bytes in flight');
   });
 });
 
