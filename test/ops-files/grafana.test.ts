@@ -50,7 +50,7 @@ describe('deploy/grafana/spoolship-dashboard.json', () => {
     }
   });
 
-  it('shows throughput, lag, the queue, retries by reason, parked reasons, quarantined rows and the in-flight limit', () => {
+  it('shows throughput, lag, the queue, retries by reason, parked reasons, quarantined rows, the in-flight limit and bytes', () => {
     const shows = (pattern: RegExp) => exprs.some((e) => pattern.test(e));
     expect(shows(/rate\(spoolship_lines_acked_total/)).toBe(true);
     expect(shows(/rate\(spoolship_bytes_sent_total/)).toBe(true);
@@ -61,6 +61,7 @@ describe('deploy/grafana/spoolship-dashboard.json', () => {
     expect(shows(/max by \(reason\) \(spoolship_parked\)/)).toBe(true);
     expect(shows(/spoolship_rows_quarantined_total/)).toBe(true);
     expect(shows(/spoolship_in_flight_limit/)).toBe(true);
+    expect(shows(/spoolship_in_flight_bytes/)).toBe(true);
   });
 
   it('queries only metrics the agent exports, with their labels', async () => {
