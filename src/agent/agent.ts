@@ -27,6 +27,7 @@ import { LayoutReporter } from '../spool/layout.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { StateDirWatch } from '../state/dir-watch.js';
+import type { DroppedHow } from '../util/scavenge.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
@@ -65,7 +66,7 @@ export interface AgentDeps {
   /** The number of files followed or tracked, on every tick (V8's heap growth follows it: util/heap-growth.ts). */
   onStateSize?: (files: number) => void;
   /** A compressed body's `bytes` of native memory are no longer referenced (util/scavenge.ts gives them back). */
-  onBodyDropped?: (bytes: number) => void;
+  onBodyDropped?: (bytes: number, how: DroppedHow) => void;
   /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
   bodiesInMemoryBytes?: number;
 }

@@ -22,6 +22,7 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { SpilledBody, type Body } from '../sender/body.js';
 import { BodyPool } from './body-pool.js';
+import type { DroppedHow } from '../util/scavenge.js';
 
 /**
  * Compressed bodies kept in memory before the next ones are spilled: ~4
@@ -52,7 +53,7 @@ export class HeldBodies {
       /** Bytes of bodies spilled now (the gauge spoolship_spilled_body_bytes). */
       onSpilled?: (bytes: number) => void;
       /** A codec output was copied, or the buffers a spilled body was read into for a request, are dropped (util/scavenge.ts). */
-      onDropped?: (bytes: number) => void;
+      onDropped?: (bytes: number, how: DroppedHow) => void;
     },
   ) {
     this.pool = new BodyPool(o.keep);
@@ -73,7 +74,7 @@ export class HeldBodies {
    */
   hold(body: Buffer, own: boolean): Promise<Body> {
     const mine = own ? body : this.pool.copy(body);
-    if (!own) this.o.onDropped?.(body.length);
+    if (!own) this.o.onDropped?.(body.length, 'copied');
     // Not async itself: `body` must not stay referenced while the spill is written.
     return this.place(mine);
   }

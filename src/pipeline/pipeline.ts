@@ -22,6 +22,7 @@ import type { StateStore } from '../state/store.js';
 import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { Clock } from '../util/clock.js';
+import type { DroppedHow } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
@@ -74,7 +75,7 @@ export class Pipeline implements LongLived {
       /** Take back an uncompressed body once it is compressed. */
       recycle: (body: Buffer) => void;
       /** `bytes` of native memory were dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
-      onBodyDropped?: (bytes: number) => void;
+      onBodyDropped?: (bytes: number, how: DroppedHow) => void;
       /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
       openBytes: () => number;
       maxOpenBytes: number;

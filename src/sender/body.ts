@@ -6,6 +6,7 @@
 // retries), and the file, having no name, cannot be removed or changed by
 // anyone else, nor outlive the process.
 import type { FileHandle } from 'node:fs/promises';
+import type { DroppedHow } from '../util/scavenge.js';
 
 /** Bytes read per step when a spilled body is sent. */
 const CHUNK = 64 * 1024;
@@ -13,14 +14,14 @@ const CHUNK = 64 * 1024;
 export class SpilledBody {
   /**
    * `onDropped`: a step of `bytes` that was sent is no longer referenced here
-   * (util/scavenge.ts gives such short-lived buffers back at once: every
-   * attempt reads the body anew, and at 1-2 s answers ~50 MB of them a round
-   * trip would otherwise wait for V8's next full collection).
+   * (`sent`: util/scavenge.ts gives such buffers back soon: every attempt
+   * reads the body anew, and at 1-2 s answers ~50 MB of them a round trip
+   * would otherwise wait for V8's next full collection).
    */
   constructor(
     private readonly fh: FileHandle,
     readonly length: number,
-    private readonly onDropped?: (bytes: number) => void,
+    private readonly onDropped?: (bytes: number, how: DroppedHow) => void,
   ) {}
 
   /** The whole body in memory again (a 400's split, the disk queue, dead letters). */
@@ -42,12 +43,12 @@ export class SpilledBody {
         yield n === buf.length ? buf : buf.subarray(0, n);
         sent += buf.length;
         if (sent >= CHUNK * 4) {
-          this.onDropped?.(sent);
+          this.onDropped?.(sent, 'sent');
           sent = 0;
         }
       }
     } finally {
-      if (sent > 0) this.onDropped?.(sent);
+      if (sent > 0) this.onDropped?.(sent, 'sent');
     }
   }
 

@@ -14,6 +14,18 @@
 // of the event loop (when nothing refers to them any more). It costs tens of
 // microseconds: the young generation holds little that lives.
 //
+// Spilled bodies (pipeline/held-bodies.ts) are read back in 64 KiB steps for
+// every attempt, and a step lives until the socket has taken it: with dozens
+// of requests in flight the server reads slowly, some steps survive two young
+// collections and are promoted, and V8 frees those only at a full
+// collection, which it starts once ~64 MB of external memory has grown
+// (bench/README.md finding 36: external memory 50 -> 73 MB and RSS 137 ->
+// 183 MB before one came, 3 GB shipped against 2 s answers). The pipeline
+// says which bytes were sent that way; after MAJOR_AFTER_SENT_BYTES of them
+// the collection is a full one (a few ms on the agent's small heap, about
+// once a second while spilled bodies are sent; never at loopback speed,
+// where nothing is spilled).
+//
 // Node lets a program start a collection only with --expose-gc. Set at run
 // time, the flag gives the function to contexts made afterwards
 // (vm.runInNewContext('gc'), as jest-leak-detector does); where that
@@ -23,16 +35,27 @@ import vm from 'node:vm';
 
 /** Dropped native bytes that start a young-generation collection. */
 export const SCAVENGE_AFTER_BYTES = 4 * 1024 * 1024;
+/** Bytes of spilled bodies' steps sent that make the next collection a full one. */
+export const MAJOR_AFTER_SENT_BYTES = 16 * 1024 * 1024;
 
-type Collect = () => void;
+/**
+ * How dropped bytes were used: `copied`, a codec's output copied into the
+ * pool at once (dies young); `sent`, a step of a spilled body that lived
+ * until the socket took it (may have been promoted).
+ */
+export type DroppedHow = 'copied' | 'sent';
 
-/** V8's young-generation collection, or undefined where Node does not give it. */
-export function youngCollection(): Collect | undefined {
+type Collect = (type: 'minor' | 'major') => void;
+
+/** V8's collections (young generation, or full), or undefined where Node does not give them. */
+export function collections(): Collect | undefined {
   try {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as unknown;
     if (typeof gc !== 'function') return undefined;
-    return () => (gc as (o: { type: string }) => void)({ type: 'minor' });
+    const run = gc as (o?: { type: 'minor' }) => void;
+    // A full collection is gc() without options: Node 20's V8 takes {type: 'major'} for a young one.
+    return (type) => (type === 'major' ? run() : run({ type: 'minor' }));
   } catch {
     return undefined;
   } finally {
@@ -43,6 +66,7 @@ export function youngCollection(): Collect | undefined {
 
 export class Scavenger {
   private pending = 0;
+  private sentPending = 0;
   private scheduled = false;
 
   constructor(
@@ -51,16 +75,19 @@ export class Scavenger {
   ) {}
 
   /** `bytes` of native memory are no longer referenced. */
-  dropped(bytes: number): void {
+  dropped(bytes: number, how: DroppedHow = 'copied'): void {
     const collect = this.collect;
     if (!collect) return;
     this.pending += bytes;
+    if (how === 'sent') this.sentPending += bytes;
     if (this.pending < SCAVENGE_AFTER_BYTES || this.scheduled) return;
     this.scheduled = true;
     this.later(() => {
       this.scheduled = false;
       this.pending = 0;
-      collect();
+      const major = this.sentPending >= MAJOR_AFTER_SENT_BYTES;
+      if (major) this.sentPending = 0;
+      collect(major ? 'major' : 'minor');
     });
   }
 }

@@ -12,6 +12,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { resolveConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+import type { DroppedHow } from '../../src/util/scavenge.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -60,7 +61,7 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number) => void; scanSlice?: number; bodiesInMemoryBytes?: number } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number, how: DroppedHow) => void; scanSlice?: number; bodiesInMemoryBytes?: number } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),

@@ -1,21 +1,24 @@
 // The codec's outputs are given back soon after the pipeline drops them: the
 // pipeline reports every dropped body, and a young-generation collection runs
-// (in a later turn) once SCAVENGE_AFTER_BYTES of them are dropped.
+// (in a later turn) once SCAVENGE_AFTER_BYTES of them are dropped. The steps
+// spilled bodies are sent from may be promoted before they are dropped: after
+// MAJOR_AFTER_SENT_BYTES of them the collection is a full one.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { SCAVENGE_AFTER_BYTES, Scavenger, youngCollection } from '../../src/util/scavenge.js';
+import { MAJOR_AFTER_SENT_BYTES, SCAVENGE_AFTER_BYTES, Scavenger, collections, type DroppedHow } from '../../src/util/scavenge.js';
 import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 
 function manual() {
   const queued: Array<() => void> = [];
-  let collections = 0;
+  const done: Array<'minor' | 'major'> = [];
   const s = new Scavenger(
-    () => collections++,
+    (type) => done.push(type),
     (f) => queued.push(f),
   );
-  return { s, queued, collections: () => collections };
+  return { s, queued, collections: () => done.length, done };
 }
 
 describe('scavenger', () => {
@@ -37,6 +40,24 @@ describe('scavenger', () => {
     expect(collections()).toBe(2);
   });
 
+  it('a full collection once MAJOR_AFTER_SENT_BYTES of sent steps are dropped; copied outputs never start one', () => {
+    const { s, queued, done } = manual();
+    for (let n = 0; n < (4 * MAJOR_AFTER_SENT_BYTES) / SCAVENGE_AFTER_BYTES; n++) {
+      s.dropped(SCAVENGE_AFTER_BYTES, 'copied');
+      queued.shift()!();
+    }
+    expect(done.every((t) => t === 'minor')).toBe(true);
+    done.length = 0;
+    // Sent steps come in 256 KiB reports; every 4 MiB a collection, the one after 16 MiB a full one.
+    const step = 256 * 1024;
+    for (let sent = 0; sent < 2 * MAJOR_AFTER_SENT_BYTES; sent += step) {
+      s.dropped(step, 'sent');
+      if (queued.length) queued.shift()!();
+    }
+    const per = MAJOR_AFTER_SENT_BYTES / SCAVENGE_AFTER_BYTES;
+    expect(done).toEqual([...Array(per - 1).fill('minor'), 'major', ...Array(per - 1).fill('minor'), 'major']);
+  });
+
   it('does nothing where Node gives no collection', () => {
     const queued: Array<() => void> = [];
     const s = new Scavenger(undefined, (f) => queued.push(f));
@@ -44,10 +65,24 @@ describe('scavenger', () => {
     expect(queued).toHaveLength(0);
   });
 
-  it('Node 20 and later give the young-generation collection at run time, and to no context made afterwards', () => {
-    const collect = youngCollection();
+  it('Node 20 and later give both collections at run time (seen by a gc observer), and to no context made afterwards', async () => {
+    const collect = collections();
     expect(collect).toBeTypeOf('function');
-    collect!();
+    const kinds: number[] = [];
+    const seen = new PerformanceObserver((list) => kinds.push(...list.getEntries().map((e) => ((e as unknown as { detail: { kind: number } }).detail.kind))));
+    seen.observe({ entryTypes: ['gc'] });
+    try {
+      collect!('minor');
+      await waitFor(() => kinds.length > 0, 'the young collection observed');
+      expect(kinds).toContain(constants.NODE_PERFORMANCE_GC_MINOR);
+      kinds.length = 0;
+      collect!('major');
+      await waitFor(() => kinds.length > 0, 'the full collection observed');
+      // (Node 20's V8 runs a young collection for gc({ type: 'major' }).)
+      expect(kinds).toContain(constants.NODE_PERFORMANCE_GC_MAJOR);
+    } finally {
+      seen.disconnect();
+    }
     expect(vm.runInNewContext('typeof gc')).toBe('undefined');
   });
 
@@ -58,7 +93,13 @@ describe('scavenger', () => {
     await mkdir(path.join(config.spool.dir, 'ev'), { recursive: true });
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
     const dropped: number[] = [];
-    await startAgent(config, { onBodyDropped: (b) => dropped.push(b) });
+    const hows = new Set<DroppedHow>();
+    await startAgent(config, {
+      onBodyDropped: (b, how) => {
+        dropped.push(b);
+        hows.add(how);
+      },
+    });
     const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
     // The emulator records a request once its answer is out, after storing its rows.
     await waitFor(() => rows(emu, dir, 'ev').length === 2000 && accepted().length === dropped.length, 'all 2,000 rows at the emulator, every request recorded');
@@ -66,6 +107,22 @@ describe('scavenger', () => {
     expect(bodies.length).toBeGreaterThan(5);
     expect(bodies.every((r) => r.contentEncoding === 'zstd')).toBe(true);
     expect(dropped.sort((a, b) => a - b)).toEqual(bodies.map((r) => r.bodyBytes).sort((a, b) => a - b));
+    expect([...hows]).toEqual(['copied']);
+  });
+
+  it('with every body spilled, the steps each attempt was sent from are reported as sent: as many bytes as the requests carried', async () => {
+    const dir = await tempDir();
+    // Every 3rd request answered 500 (nothing stored): those bodies are read and sent again.
+    const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 500, every: 3 }] });
+    const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 } });
+    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
+    const by = { copied: 0, sent: 0 };
+    await startAgent(config, { bodiesInMemoryBytes: 0, onBodyDropped: (b, how) => (by[how] += b) });
+    const sum = (rs: Array<{ bodyBytes: number }>) => rs.reduce((n, r) => n + r.bodyBytes, 0);
+    await waitFor(() => rows(emu, dir, 'ev').length === 2000 && by.sent === sum(emu.requests()), 'all 2,000 rows, every request reported');
+    const accepted = emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
+    expect(emu.requests().length).toBeGreaterThan(accepted.length);
+    expect(by.copied).toBe(sum(accepted));
   });
 
   it('with codec none the body sent is the batch itself: nothing is dropped', async () => {

@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../../log.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
 import { memorySettingsApplied, ownHeapGrowth } from '../memory.js';
 import { HeapGrowth } from '../../util/heap-growth.js';
-import { Scavenger, youngCollection } from '../../util/scavenge.js';
+import { Scavenger, collections } from '../../util/scavenge.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship run [-c FILE]
@@ -57,7 +57,7 @@ class Daemon {
   /** V8's heap growth follows the state's size, unless node was given its own. */
   private readonly heapGrowth = ownHeapGrowth(process.execArgv) ? null : new HeapGrowth();
   /** Compressed bodies' native memory goes back soon after the pipeline drops it. */
-  private readonly scavenger = new Scavenger(youngCollection());
+  private readonly scavenger = new Scavenger(collections());
 
   async start(): Promise<void> {
     this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
@@ -69,7 +69,7 @@ class Daemon {
     return Agent.start(config, {
       log: this.log,
       onStateSize: heap ? (files) => heap.update(files) : undefined,
-      onBodyDropped: (bytes) => this.scavenger.dropped(bytes),
+      onBodyDropped: (bytes, how) => this.scavenger.dropped(bytes, how),
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
