@@ -1,24 +1,39 @@
 // The codec's outputs are given back soon after the pipeline drops them: the
 // pipeline reports every dropped body, and a young-generation collection runs
 // (in a later turn) once SCAVENGE_AFTER_BYTES of them are dropped. The steps
-// spilled bodies are sent from may be promoted before they are dropped: after
-// MAJOR_AFTER_SENT_BYTES of them the collection is a full one.
+// spilled bodies are sent from may be promoted before they are dropped: while
+// they are, a collection is a full one once external memory has grown by
+// MAJOR_AFTER_GROWTH_BYTES since the last full one.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { MAJOR_AFTER_SENT_BYTES, SCAVENGE_AFTER_BYTES, Scavenger, collections, type DroppedHow } from '../../src/util/scavenge.js';
+import { MAJOR_AFTER_GROWTH_BYTES, SCAVENGE_AFTER_BYTES, Scavenger, collections, type DroppedHow } from '../../src/util/scavenge.js';
 import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 
 function manual() {
   const queued: Array<() => void> = [];
   const done: Array<'minor' | 'major'> = [];
+  // External memory as V8 would report it: a full collection frees `garbage`.
+  const mem = { external: 50e6, garbage: 0 };
   const s = new Scavenger(
-    (type) => done.push(type),
+    (type) => {
+      done.push(type);
+      if (type === 'major') {
+        mem.external -= mem.garbage;
+        mem.garbage = 0;
+      }
+    },
     (f) => queued.push(f),
+    () => mem.external,
   );
-  return { s, queued, collections: () => done.length, done };
+  /** Promoted buffers: external memory grows until a full collection. */
+  const promote = (bytes: number) => {
+    mem.external += bytes;
+    mem.garbage += bytes;
+  };
+  return { s, queued, collections: () => done.length, done, mem, promote };
 }
 
 describe('scavenger', () => {
@@ -40,21 +55,32 @@ describe('scavenger', () => {
     expect(collections()).toBe(2);
   });
 
-  it('a full collection once MAJOR_AFTER_SENT_BYTES of sent steps are dropped; copied outputs never start one', () => {
-    const { s, queued, done } = manual();
-    for (let n = 0; n < (4 * MAJOR_AFTER_SENT_BYTES) / SCAVENGE_AFTER_BYTES; n++) {
-      s.dropped(SCAVENGE_AFTER_BYTES, 'copied');
+  it('a full collection while sent steps are dropped and external memory grew by MAJOR_AFTER_GROWTH_BYTES; never for copied outputs', () => {
+    const { s, queued, done, mem, promote } = manual();
+    const drop = (how: DroppedHow) => {
+      s.dropped(SCAVENGE_AFTER_BYTES, how);
       queued.shift()!();
+    };
+    drop('sent'); // first measurement: the base
+    // Copied outputs only: young collections, however much external memory grows.
+    for (let n = 0; n < 8; n++) {
+      promote(MAJOR_AFTER_GROWTH_BYTES / 2);
+      drop('copied');
     }
     expect(done.every((t) => t === 'minor')).toBe(true);
+    mem.external -= mem.garbage; // (V8's own full collection)
+    mem.garbage = 0;
     done.length = 0;
-    // Sent steps come in 256 KiB reports; every 4 MiB a collection, the one after 16 MiB a full one.
-    const step = 256 * 1024;
-    for (let sent = 0; sent < 2 * MAJOR_AFTER_SENT_BYTES; sent += step) {
-      s.dropped(step, 'sent');
-      if (queued.length) queued.shift()!();
+    // Sent steps without growth: young collections.
+    for (let n = 0; n < 8; n++) drop('sent');
+    expect(done.every((t) => t === 'minor')).toBe(true);
+    done.length = 0;
+    // Sent steps while promoted steps pile up: a full collection once they reach the bound, then counting starts again.
+    const per = 4;
+    for (let n = 0; n < 2 * per; n++) {
+      promote(MAJOR_AFTER_GROWTH_BYTES / per);
+      drop('sent');
     }
-    const per = MAJOR_AFTER_SENT_BYTES / SCAVENGE_AFTER_BYTES;
     expect(done).toEqual([...Array(per - 1).fill('minor'), 'major', ...Array(per - 1).fill('minor'), 'major']);
   });
 
