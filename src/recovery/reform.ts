@@ -109,7 +109,31 @@ export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: 
   return { body: Buffer.concat(parts), lines, missing };
 }
 
-/** File and offset of lines [first, first + count) of a batch, or null where unknown. */
+/**
+ * Walk the non-empty lines of a batch's `ranges` in order, numbered from 0,
+ * until line `until` (the range holding it is walked to its end): `fn` gets
+ * the range, its file's path, the line's number, its offset and the offset
+ * after its terminator. Returns how many lines were walked: fewer than
+ * `until` when a file cannot be read or the ranges hold fewer lines.
+ */
+async function walkBatchLines(
+  ranges: readonly RangeRecord[],
+  pathOf: (key: string) => string | undefined,
+  until: number,
+  fn: (range: RangeRecord, path: string, index: number, offset: number, after: number) => void,
+  identityOf?: IdentityOf,
+): Promise<number> {
+  let index = 0;
+  for (const r of ranges) {
+    if (index >= until) break;
+    const p = pathOf(r.file);
+    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
+    if (!p || !data) break;
+    eachLine(data, r.start, (_c, offset, after) => fn(r, p, index++, offset, after));
+  }
+  return index;
+}
+
 /**
  * The file ranges that hold each span of lines [first, first + count) of a
  * batch with `ranges` (spans sorted by `first`, not overlapping): re-formed,
@@ -124,30 +148,31 @@ export async function lineRanges(
   identityOf?: IdentityOf,
 ): Promise<Array<RangeRecord[] | null>> {
   const found: RangeRecord[][] = spans.map(() => []);
-  const last = spans.reduce((n, s) => Math.max(n, s.first + s.count), 0);
-  let index = 0;
+  /** The batch range each span's last found range lies in: a span's lines in one batch range make one range. */
+  const lastFrom: Array<RangeRecord | undefined> = [];
+  const until = spans.reduce((n, s) => Math.max(n, s.first + s.count), 0);
   let at = 0;
-  for (const r of ranges) {
-    if (index >= last) break;
-    const p = pathOf(r.file);
-    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
-    if (!data) break;
-    const here = new Map<number, RangeRecord>();
-    eachLine(data, r.start, (_c, offset, after) => {
+  const walked = await walkBatchLines(
+    ranges,
+    pathOf,
+    until,
+    (r, _p, index, offset, after) => {
       while (at < spans.length && index >= spans[at]!.first + spans[at]!.count) at++;
       const s = spans[at];
-      if (s && index >= s.first) {
-        const cur = here.get(at);
-        if (cur) cur.end = after;
-        else here.set(at, { file: r.file, start: offset, end: after });
+      if (!s || index < s.first) return;
+      const mine = found[at]!;
+      if (lastFrom[at] === r) mine[mine.length - 1]!.end = after;
+      else {
+        mine.push({ file: r.file, start: offset, end: after });
+        lastFrom[at] = r;
       }
-      index++;
-    });
-    for (const [i, range] of here) found[i]!.push(range);
-  }
-  return spans.map((s, i) => (index >= s.first + s.count ? found[i]! : null));
+    },
+    identityOf,
+  );
+  return spans.map((s, i) => (walked >= s.first + s.count ? found[i]! : null));
 }
 
+/** File and offset of lines [first, first + count) of a batch, or null where unknown. */
 export async function locateLines(
   ranges: readonly RangeRecord[],
   pathOf: (key: string) => string | undefined,
@@ -155,16 +180,8 @@ export async function locateLines(
   count: number,
 ): Promise<Array<LineLocation | null>> {
   const out: Array<LineLocation | null> = new Array(count).fill(null);
-  let index = 0;
-  for (const r of ranges) {
-    if (index >= first + count) break;
-    const p = pathOf(r.file);
-    const data = p ? await readRange(p, r.start, r.end) : null;
-    if (!data) return out;
-    eachLine(data, r.start, (_c, offset) => {
-      if (index >= first && index < first + count) out[index - first] = { file: p!, offset };
-      index++;
-    });
-  }
+  await walkBatchLines(ranges, pathOf, first + count, (_r, p, index, offset) => {
+    if (index >= first && index < first + count) out[index - first] = { file: p, offset };
+  });
   return out;
 }

@@ -40,10 +40,10 @@ export type DsParkReason = 'bad_request' | 'datasource_rejected';
  * another Data Source within this long (and that one was not refused since):
  * a Data Source that does not exist, with a token that may not create it.
  */
+export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
+
 /** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
 export const ANSWER_WINDOW = 16;
-
-export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 
 export interface RootBatch {
   id: number;
@@ -803,8 +803,9 @@ export class Sender implements LongLived {
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding, this.cut.signal);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
-      this.concurrency.onAnswer(this.o.clock.now() - startedAt, answerKind(outcome));
-      this.answerTimes.push(this.o.clock.now() - startedAt);
+      const answerMs = this.o.clock.now() - startedAt;
+      this.concurrency.onAnswer(answerMs, answerKind(outcome));
+      this.answerTimes.push(answerMs);
       if (this.answerTimes.length > ANSWER_WINDOW) this.answerTimes.shift();
       return outcome;
     } finally {
