@@ -4,7 +4,8 @@
 // truncation or a replaced file restarted: rotation.ts), a file the state
 // knows from before (resumed where it was committed), or a new file (read
 // from 0, or from its end with start_at: end in the first scan). Followed
-// files no scan finds any more are detached (rotation.ts).
+// files no scan finds any more are detached (rotation.ts) and read through
+// their descriptors until idle (read-loop.ts).
 import { promises as fsp, type Stats } from 'node:fs';
 import { sameAsSeen } from '../state/store.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -88,7 +89,11 @@ export class Discovery {
       if (betweenSlices && from + sliceLen < candidates.length) await betweenSlices();
     }
     for (const t of this.tailers.list()) {
-      if (!seen.has(t.key) && !t.detached && !t.finished) await this.rotation.detach(t);
+      if (t.finished || seen.has(t.key)) continue;
+      if (!t.detached) await this.rotation.detach(t);
+      // Renamed away, still written to until its writer reopens: its size
+      // and links only through the descriptor.
+      else await this.rotation.statDetached(t);
     }
     if (this.firstScan) await this.adoptUnmatched();
     await completed();

@@ -1,9 +1,18 @@
 // One read round: a chunk from every file with unread bytes, into the
 // spooler's one buffer, waiting whenever the pipeline is full
 // (backpressure), so memory never grows with the backlog. Descriptors of
-// files read to their end go back beyond FD_BUDGET or after idle_ms; a
-// detached file read to its end is finished (its partial last line sent
-// whole).
+// files read to their end go back beyond FD_BUDGET or after idle_ms.
+//
+// A detached file (renamed out of the patterns, moved to another
+// directory, deleted) is read through its descriptor until it has been
+// idle for idle_ms, and only then finished, its partial last line sent
+// whole: with logrotate's default rotation (rename, create, then signal)
+// the application writes to the renamed file until it reopens, and a
+// file finished at its first end after the rename lost those lines and
+// sent the half-written one split (Filebeat's close_inactive is the
+// model). A deleted file is finished at its end (Filebeat's
+// close_removed): nobody can reopen it, and its descriptor holds its disk
+// space.
 import type { SpoolerOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
@@ -37,8 +46,14 @@ export class ReadLoop {
     for (const t of this.tailers.list()) {
       if (stopped()) return any;
       if (t.finished) continue;
+      if (t.detached && t.endSeen && t.lastSize <= t.readOffset) {
+        // Read to its end; its size is updated by each scan's fstat of the descriptor.
+        if (!t.fh || t.deleted || this.idle(t)) await this.finishDetached(t);
+        continue;
+      }
       // Nothing new since the last look (the rescan and watch events update
-      // lastSize): no read, no descriptor. Detached files are always drained.
+      // lastSize): no read, no descriptor. A detached file is read until a
+      // read finds its end.
       if (!t.detached && t.lastSize <= t.readOffset) {
         // Over the descriptor budget, or idle for idle_ms: give it back.
         if (t.fh && !t.pinned && (openFds > FD_BUDGET || this.idle(t))) {
@@ -73,13 +88,26 @@ export class ReadLoop {
     return this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs;
   }
 
+  /**
+   * A detached file at its end, deleted or idle for idle_ms (or without a
+   * descriptor: nothing more can be read): one last look for new bytes,
+   * then the partial last line goes whole and the file is finished.
+   */
+  private async finishDetached(t: FileTailer): Promise<void> {
+    if (t.fh) await this.o.waitForRoom();
+    if (t.fh && (await t.readOnce(this.buf, this.o.batcher)) > 0) {
+      t.grew(this.o.clock.now());
+      return;
+    }
+    await t.flushRemainder(this.o.batcher);
+    t.finish();
+    await t.closeFd();
+    this.o.events.onFinished(t.ds, t.path, false);
+  }
+
   private async atEnd(t: FileTailer): Promise<void> {
     if (t.detached) {
-      // Drained after leaving the patterns: the writer has moved on.
-      await t.flushRemainder(this.o.batcher);
-      t.finish();
-      await t.closeFd();
-      this.o.events.onFinished(t.ds, t.path, false);
+      if (!t.fh || t.deleted) await this.finishDetached(t);
       return;
     }
     if (this.idle(t) && t.fh && !t.pinned) {

@@ -1,7 +1,8 @@
 // Finding a tracked file again by identity (device + inode + the first
 // bytes, identity.ts) when its recorded path may be stale: renamed while the
 // agent was down, or renamed out of the patterns while being read (kill -9
-// before the new path was journaled). The state store asks at start-up
+// before the new path was journaled), in its directory or moved to an
+// olddir beside it (walk.ts nearbyDirs). The state store asks at start-up
 // (StateStoreOptions.relocate), through this injected function: state/ does
 // not import the spool. Re-forming a batch asks per file (locateByIdentity).
 import { promises as fsp } from 'node:fs';
@@ -10,7 +11,7 @@ import type { FileMeta } from '../state/journal.js';
 import { sameAsSeen, type SeenStat, type VerifiedStat } from '../state/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { sameContentStart } from './identity.js';
-import { listInodes } from './walk.js';
+import { listInodes, nearbyDirs } from './walk.js';
 
 /** Files checked at once during start-up. */
 const RELOCATE_CONCURRENCY = 32;
@@ -35,7 +36,7 @@ export async function relocateFiles(files: ReadonlyArray<{ meta: FileMeta; seen:
   return found;
 }
 
-/** Path of the file with `meta`'s identity: its recorded path, or another name in the same directory; null when gone. */
+/** Path of the file with `meta`'s identity: its recorded path, another name in the same directory or in an olddir near it; null when gone. */
 export async function locateByIdentity(meta: FileMeta): Promise<string | null> {
   return (await findByIdentity(meta))?.path ?? null;
 }
@@ -62,8 +63,20 @@ async function findByIdentity(meta: FileMeta, inodesIn: (dir: string) => Promise
   };
   const atPath = await matches(meta.path);
   if (atPath) return atPath;
-  for (const p of (await inodesIn(path.dirname(meta.path))).get(`${meta.dev}:${meta.ino}`) ?? []) {
-    const found = await matches(p);
+  const inDir = async (dir: string): Promise<VerifiedStat | null> => {
+    for (const p of (await inodesIn(dir)).get(`${meta.dev}:${meta.ino}`) ?? []) {
+      const found = await matches(p);
+      if (found) return found;
+    }
+    return null;
+  };
+  const dir = path.dirname(meta.path);
+  const here = await inDir(dir);
+  if (here) return here;
+  // Moved by logrotate's olddir while the agent was down (or killed just
+  // after): where a running agent would have looked (spool/rotation.ts).
+  for (const d of await nearbyDirs(dir)) {
+    const found = await inDir(d);
     if (found) return found;
   }
   return null;

@@ -1,10 +1,16 @@
 // Rotation, by identity (device + inode + the first bytes, identity.ts):
 // - same identity at a new matching path: renamed, keeps its progress
 //   (discovery.ts);
-// - identity no longer at any matching path: detached, read to the end, then
-//   finished (read-loop.ts; a partial remainder is sent as a whole line);
+// - identity no longer at any matching path: detached, read through its
+//   descriptor until idle for idle_ms (deleted: to its end), then finished
+//   (read-loop.ts; a partial remainder is sent as a whole line); its new
+//   path, read from the descriptor, is journaled. Without a
+//   descriptor (given back while idle) it is looked for by inode and first
+//   bytes in its directory, the directories in it and those beside it
+//   (logrotate's olddir), so a tail written just before the move is read;
 // - same inode, size below our offset or different first bytes: truncated
 //   (copytruncate) or inode reuse: a new generation, read from 0.
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileKey, fingerprint, sameContentStart, FINGERPRINT_BYTES } from './identity.js';
 import type { KnownFiles } from './known-files.js';
@@ -12,7 +18,7 @@ import { openRegular } from './open.js';
 import type { SpoolerOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
-import { findByInode } from './walk.js';
+import { findByInode, nearbyDirs } from './walk.js';
 
 export class Rotation {
   constructor(
@@ -30,15 +36,12 @@ export class Rotation {
 
   /** A scan no longer found the file at any matching path: renamed out of the patterns, or deleted. */
   async detach(t: FileTailer): Promise<void> {
-    // An open descriptor still reads it to the end; without one, look for
-    // the inode in the same directory.
-    let found = await findByInode(path.dirname(t.path), t.dev, t.ino);
-    // The inode alone can mislead: deleted, then a new file created at once
-    // may reuse it. Only a file that still starts with our fingerprint is
-    // ours; a new one is left to the scan, which reads it from 0.
-    // (An open descriptor keeps its inode from being reused: deleted while
-    // open, the file is still drained through it.)
-    if (found && !(await this.startsWithFingerprint(found, t.key))) found = null;
+    // An open descriptor still reads it; look for the inode in the same
+    // directory all the same (a rename within the patterns is no departure).
+    // Without a descriptor, also where logrotate's olddir puts it.
+    let found = await this.findMoved(t, path.dirname(t.path));
+    if (!found && t.fh) found = await pathOfDescriptor(t);
+    if (!found && !t.fh) for (const dir of await nearbyDirs(path.dirname(t.path))) if ((found = await this.findMoved(t, dir))) break;
     if (found && found !== t.path) {
       const stillMatched = this.o.router.route(found) === t.ds;
       this.moved(t, found);
@@ -49,6 +52,29 @@ export class Rotation {
     }
     if (found && !t.fh) await t.ensureOpen();
     t.detach();
+    await this.statDetached(t);
+  }
+
+  /** A detached file's size and links, through its descriptor (its name is not listed any more). */
+  async statDetached(t: FileTailer): Promise<void> {
+    const st = await t.fh?.stat().catch(() => null);
+    if (!st) return;
+    t.sawDetachedStat(st);
+    // Renamed again (logrotate's app.1 -> app.2): journal where it is, so a
+    // restart finds it there.
+    const now = st.nlink > 0 ? await pathOfDescriptor(t) : null;
+    if (now && now !== t.path) this.moved(t, now);
+  }
+
+  /**
+   * The path in `dir` of the file with t's inode that still starts with its
+   * fingerprint. The inode alone can mislead: deleted, then a new file
+   * created at once may reuse it; a new one is left to the scan, which
+   * reads it from 0. (An open descriptor keeps its inode from being reused.)
+   */
+  private async findMoved(t: FileTailer, dir: string): Promise<string | null> {
+    const found = await findByInode(dir, t.dev, t.ino);
+    return found && (await this.startsWithFingerprint(found, t.key)) ? found : null;
   }
 
   /**
@@ -101,4 +127,18 @@ export class Rotation {
       await fh.close();
     }
   }
+}
+
+/**
+ * Where the file open on t's descriptor is now (Linux: /proc/self/fd), when
+ * that path still names it; null elsewhere or when deleted. Journaled as its
+ * path, a file moved anywhere (an olddir on another branch of the tree) is
+ * found again after a kill -9.
+ */
+async function pathOfDescriptor(t: FileTailer): Promise<string | null> {
+  if (!t.fh) return null;
+  const p = await fsp.readlink(`/proc/self/fd/${t.fh.fd}`).catch(() => null);
+  if (!p || !path.isAbsolute(p)) return null;
+  const st = await fsp.stat(p).catch(() => null);
+  return st?.isFile() && st.dev === t.dev && st.ino === t.ino ? p : null;
 }

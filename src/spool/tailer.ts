@@ -6,8 +6,8 @@
 // Reads one file from `readOffset` into a shared buffer (owned by the
 // Spooler, ~1 MiB, reused for every read) and hands whole lines to the
 // batcher. A partial last line is never sent until its newline arrives, or
-// until the file is finished (rotated away or deleted), when the remainder
-// is sent as one whole line.
+// until the file is finished (renamed away and idle for idle_ms, or
+// deleted), when the remainder is sent as one whole line.
 //
 // Memory is bounded per file, whatever the partial line's size: a partial
 // line of up to CARRY_IN_MEMORY_BYTES is kept (cheap, and a file deleted
@@ -41,6 +41,10 @@ export class FileTailer implements TrackedFileRef {
   /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters at its end. */
   private skipping = false;
   #detached = false;
+  /** Detached and deleted (no link left): finished at its end, as Filebeat's close_removed. */
+  #deleted = false;
+  /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
+  #endSeen = false;
   #finished = false;
   #lastGrowthAt: number;
   #lastSize = 0;
@@ -70,12 +74,26 @@ export class FileTailer implements TrackedFileRef {
     return this.#path;
   }
 
-  /** The path no longer matches (renamed out of the patterns or deleted): read to the end, then finish. */
+  /**
+   * The path no longer matches (renamed out of the patterns, moved to
+   * another directory, or deleted): read through the descriptor until it
+   * has been idle for idle_ms (deleted: until its end), then finished.
+   */
   get detached(): boolean {
     return this.#detached;
   }
 
-  /** Read to its end after it was detached, or deleted (on_complete: delete): nothing more is read. */
+  /** Detached and its last link removed: nobody can reopen it, so it ends at its end. */
+  get deleted(): boolean {
+    return this.#deleted;
+  }
+
+  /** A read found no more bytes since the file was detached or last grew. */
+  get endSeen(): boolean {
+    return this.#endSeen;
+  }
+
+  /** Detached and read to its end once idle (or deleted), or deleted by on_complete: delete: nothing more is read. */
   get finished(): boolean {
     return this.#finished;
   }
@@ -106,11 +124,20 @@ export class FileTailer implements TrackedFileRef {
 
   detach(): void {
     this.#detached = true;
+    this.#endSeen = false;
   }
 
   /** Renamed back into the patterns while still open. */
   reattach(): void {
     this.#detached = false;
+    this.#deleted = false;
+  }
+
+  /** A stat through the descriptor of a detached file (its name is not listed any more). */
+  sawDetachedStat(st: { size: number; mtimeMs: number; ctimeMs: number; nlink: number }): void {
+    if (st.size > this.#lastSize) this.#endSeen = false;
+    this.sawStat(st, false);
+    this.#deleted = st.nlink === 0;
   }
 
   finish(): void {
@@ -127,12 +154,14 @@ export class FileTailer implements TrackedFileRef {
   /** A read found new bytes at `now`. */
   grew(now: number): void {
     this.#lastGrowthAt = now;
+    this.#endSeen = false;
     if (this.readOffset > this.#lastSize) this.#lastSize = this.readOffset;
   }
 
   /** A read found no new bytes: the file ends where reading stands (if it shrank, the next scan decides: truncation). */
   readToEnd(): void {
     this.#lastSize = this.readOffset;
+    this.#endSeen = true;
   }
 
   /** Bytes known to be in the file and not yet read. */

@@ -72,7 +72,7 @@ export class Tailers {
   /** Every file of `ds` read to its known end (the end-of-backlog rule asks). */
   caughtUp(ds: string): boolean {
     for (const t of this.byKey.values()) {
-      if (t.ds === ds && !t.finished && (t.detached || t.lastSize > t.readOffset)) return false;
+      if (t.ds === ds && !t.finished && (t.lastSize > t.readOffset || (t.detached && !t.endSeen))) return false;
     }
     return true;
   }

@@ -1,5 +1,6 @@
 // Listing the spool: the files under the scan's roots, and the files of a
-// directory by inode (a rotated file looked for where it was).
+// directory by inode (a rotated file looked for where it was, and where
+// logrotate's olddir may have put it).
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { mapLimit } from '../util/concurrency.js';
@@ -72,4 +73,23 @@ export async function listInodes(dir: string): Promise<Map<string, string[]>> {
 /** The path in `dir` of the file with this dev and inode, if any. */
 export async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
   return (await listInodes(dir)).get(`${dev}:${ino}`)?.[0] ?? null;
+}
+
+/** Directories looked through for a file moved away while its descriptor was closed. */
+const MAX_NEARBY_DIRS = 64;
+
+/**
+ * Where logrotate's olddir usually is, for a file that was in `dir`: the
+ * directories in `dir` (`olddir old`) and those beside it (`olddir
+ * ../archive`), at most MAX_NEARBY_DIRS, in name order. An olddir anywhere
+ * else is only followed through a descriptor still open at the move.
+ */
+export async function nearbyDirs(dir: string): Promise<string[]> {
+  const subdirs = async (d: string): Promise<string[]> => {
+    const entries = await fsp.readdir(d, { withFileTypes: true }).catch(() => []);
+    return entries.filter((e) => e.isDirectory()).map((e) => path.join(d, e.name)).sort();
+  };
+  const parent = path.dirname(dir);
+  const beside = parent === dir ? [] : (await subdirs(parent)).filter((d) => d !== dir);
+  return [...(await subdirs(dir)), ...beside].slice(0, MAX_NEARBY_DIRS);
 }

@@ -1,9 +1,12 @@
 // Property: for any sequence of write / rotate / truncate / delete / restart,
 // every line written is delivered, and none twice (no fault is injected).
+// Rotations rename within the patterns, out of them, or into an olddir; the
+// application may go on writing to the file it last rotated (logrotate's
+// default: it writes there until it reopens), before or after a restart.
 // Truncate and delete happen once what was written is delivered: lines
 // written between the last read and a copytruncate are gone by definition
 // (README "Delivery guarantee"), so the model only truncates a fully shipped file.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -17,7 +20,8 @@ function knows(agent: Running, file: string): boolean {
 type Action =
   | { t: 'write'; file: number; n: number }
   | { t: 'rotate'; file: number }
-  | { t: 'rotate_out'; file: number }
+  | { t: 'rotate_out'; file: number; olddir: boolean }
+  | { t: 'late_write'; file: number; n: number }
   | { t: 'truncate'; file: number }
   | { t: 'delete'; file: number }
   | { t: 'restart' };
@@ -26,7 +30,8 @@ const file = fc.integer({ min: 0, max: 1 });
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ t: fc.constant('write' as const), file, n: fc.integer({ min: 1, max: 400 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('rotate' as const), file }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('rotate_out' as const), file }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('rotate_out' as const), file, olddir: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('late_write' as const), file, n: fc.integer({ min: 1, max: 200 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('truncate' as const), file }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), file }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const) }) },
@@ -42,12 +47,16 @@ describe('spool model (property)', () => {
         run++;
         const dir = await tempDir();
         const emu = await startEmu(dir);
-        const config = configFor(dir, emu, { batch: { max_bytes: 8_000 } });
+        // idle_ms beyond the run: a rotated file is still written to at any later step.
+        const config = configFor(dir, emu, { batch: { max_bytes: 8_000 }, spool: { idle_ms: 600_000 } });
         const spool = path.join(dir, 'spool', 'ev');
         const expected: string[] = [];
         let seq = 0;
         let rotations = 0;
         const live = (f: number) => path.join(spool, `app${f}.ndjson`);
+        /** Where each file's application still writes after its last rotation (until it reopens). */
+        const rotatedOf = new Map<number, string>();
+        mkdirSync(path.join(spool, 'old'), { recursive: true });
         const delivered = () => waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows (run ${run})`);
         let agent: Running = await startAgent(config, { scanSlice });
         for (const a of actions) {
@@ -59,8 +68,18 @@ describe('spool model (property)', () => {
               break;
             }
             case 'rotate':
-              if (existsSync(live(a.file))) await rename(live(a.file), path.join(spool, `app${a.file}.${++rotations}.ndjson`));
+              if (!existsSync(live(a.file))) break;
+              rotatedOf.set(a.file, path.join(spool, `app${a.file}.${++rotations}.ndjson`));
+              await rename(live(a.file), rotatedOf.get(a.file)!);
               break;
+            case 'late_write': {
+              const to = rotatedOf.get(a.file);
+              if (!to || !existsSync(to)) break;
+              const lines = Array.from({ length: a.n }, () => JSON.stringify({ run, seq: seq++ }));
+              expected.push(...lines);
+              await writeLines(to, lines);
+              break;
+            }
             case 'rotate_out':
               if (!existsSync(live(a.file))) break;
               // SPEC: a file *being read* that leaves the patterns is read to
@@ -68,7 +87,8 @@ describe('spool model (property)', () => {
               // of any tailer's sight, so wait until the agent knows it (lines
               // written just before the rename may still be unread).
               await waitFor(() => knows(agent, live(a.file)), `discovery of ${live(a.file)}`);
-              await rename(live(a.file), path.join(spool, `app${a.file}.ndjson.${++rotations}`));
+              rotatedOf.set(a.file, a.olddir ? path.join(spool, 'old', `app${a.file}.ndjson.${++rotations}`) : path.join(spool, `app${a.file}.ndjson.${++rotations}`));
+              await rename(live(a.file), rotatedOf.get(a.file)!);
               break;
             case 'truncate':
               await delivered();

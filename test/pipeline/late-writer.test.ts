@@ -1,0 +1,89 @@
+// logrotate's default rotation (rename, create, then signal the application):
+// until it reopens, the application goes on writing to the renamed file
+// through its open descriptor. Those lines are shipped too, and a line it
+// had half written is completed there, never sent split (SPEC section 3,
+// "Rotation" and "Partial last line").
+//
+// The file-system steps that must look atomic to the agent (a rename and the
+// new file's creation, an append and a move) are made with synchronous calls:
+// the agent runs in this process, so no scan can fall between them.
+import { appendFileSync, closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { readdir, readlink } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+
+/** An application's log descriptor, opened for appending. */
+function openLog(file: string): { write(text: string): void } {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const fd = openSync(file, 'a');
+  onCleanup(async () => closeSync(fd));
+  return { write: (text) => void writeSync(fd, text) };
+}
+
+/** Does this process hold a descriptor on `file`? */
+async function holds(file: string): Promise<boolean> {
+  for (const fd of await readdir('/proc/self/fd')) {
+    if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === file) return true;
+  }
+  return false;
+}
+
+describe('a renamed file keeps being read until it is idle', () => {
+  it.each([
+    ['renamed out of the patterns in its directory', (spool: string) => path.join(spool, 'ev', 'app.ndjson.1')],
+    ["moved to logrotate's olddir", (spool: string) => path.join(spool, '..', 'archive', 'app.ndjson.1')],
+  ])('%s: the late writer\'s lines and its half-written line arrive whole', async (_name, rotatedOf) => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const spool = path.join(dir, 'spool');
+    const file = path.join(spool, 'ev', 'app.ndjson');
+    const rotated = rotatedOf(spool);
+    mkdirSync(path.dirname(rotated), { recursive: true });
+    const app = openLog(file);
+    const before = jsonLines('before', 0, 100);
+    app.write(`${before.join('\n')}\n{"id":"half",`);
+    // idle_ms long enough that the late writes below come well inside it.
+    const { stop } = await startAgent(configFor(dir, emu, { spool: { idle_ms: 20_000 } }));
+    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    // logrotate: rename, create.
+    renameSync(file, rotated);
+    const next = jsonLines('next', 0, 50);
+    appendFileSync(file, `${next.join('\n')}\n`);
+    // The new file's rows show that a scan has seen the rename and a read
+    // round has passed over the renamed file's end.
+    await waitFor(() => rows(emu, dir, 'ev').length >= 150, 'the new file');
+    // The application finishes its line and writes on before it reopens.
+    const late = jsonLines('late', 0, 300);
+    app.write(`"n":1}\n${late.join('\n')}\n`);
+    const expected = [...before, ...next, '{"id":"half","n":1}', ...late];
+    await waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows, got ${rows(emu, dir, 'ev').length}`, 15_000);
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+  });
+
+  it("a file idle and closed, grown and moved to olddir before a scan saw it grow: its tail is found and read", async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const spool = path.join(dir, 'spool');
+    const file = path.join(spool, 'ev', 'app.ndjson');
+    const before = jsonLines('before', 0, 100);
+    await writeLines(file, before);
+    const { stop } = await startAgent(configFor(dir, emu, { spool: { idle_ms: 100 } }));
+    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    // Idle: its descriptor was given back.
+    await waitFor(async () => !(await holds(file)), 'the idle descriptor to be closed');
+    // Grown and moved away at once (no scan in between), as logrotate with
+    // olddir does to a file its writer appended to just before.
+    const tail = jsonLines('tail', 0, 200);
+    appendFileSync(file, `${tail.join('\n')}\n`);
+    mkdirSync(path.join(spool, 'ev', 'old'));
+    renameSync(file, path.join(spool, 'ev', 'old', 'app.ndjson.1'));
+    const next = jsonLines('next', 0, 10);
+    await writeLines(file, next);
+    const expected = [...before, ...tail, ...next];
+    await waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows, got ${rows(emu, dir, 'ev').length}`, 15_000);
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+  });
+});
