@@ -14,8 +14,9 @@
 // have not grown for CHECKPOINT_QUIET_MS (a backlog is done: compact now, not
 // later in the idle time); anything journaled is compacted within
 // CHECKPOINT_MAX_EVERY_MS, and at once when the journals pass
-// CHECKPOINT_JOURNAL_BYTES. A failed checkpoint is tried again every
-// CHECKPOINT_EVERY_MS.
+// CHECKPOINT_JOURNAL_BYTES. A checkpoint that failed on a full or
+// unwritable state_dir is tried again every CHECKPOINT_EVERY_MS; any other
+// failure is fatal.
 import type { Logger } from '../log.js';
 import { after, type Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
@@ -174,9 +175,16 @@ export class Acker implements StateWrites, LongLived {
       .catch((err) => {
         // ENOSPC / EROFS / EACCES while compacting: the state_dir cannot take
         // new files. Reported like any state fault; cleared by the next
-        // checkpoint that works. Anything else: tried again next time.
+        // checkpoint that works. Anything else (EIO from an fsync) is fatal,
+        // as for every other state write: after a failed fsync the page
+        // cache may have dropped the data, so a retry can report success
+        // for bytes that never reached the disk.
         const fault = classifyStateError(err);
-        if (fault) this.setCheckpointFault(fault);
+        if (!fault) {
+          this.closed = true;
+          return this.o.events.onFatal(err);
+        }
+        this.setCheckpointFault(fault);
         this.o.log.warn({ event: 'checkpoint_failed', err: String(err) }, 'checkpoint failed; will retry');
       })
       .finally(() => (this.checkpointing = null));

@@ -112,7 +112,25 @@ export class JournalWriter {
   constructor(
     readonly file: string,
     private readonly onError: (err: unknown) => void,
+    /**
+     * The journal this one follows (a checkpoint's switch): closed before
+     * this one writes anything, so records reach disk in the order they
+     * were appended, whatever fails in between.
+     */
+    private predecessor: JournalWriter | null = null,
   ) {}
+
+  /** A checkpoint switched to this journal and the previous one is not closed yet (its last write failed). */
+  get switching(): boolean {
+    return this.predecessor !== null;
+  }
+
+  /** Write what the previous journal still buffers and close it (a failure leaves it for the next try). */
+  async closePredecessor(): Promise<void> {
+    if (!this.predecessor) return;
+    await this.predecessor.close();
+    this.predecessor = null;
+  }
 
   async open(): Promise<void> {
     this.fh = await fsp.open(this.file, 'a');
@@ -157,6 +175,7 @@ export class JournalWriter {
         this.pending = [];
         this.waiters = [];
         try {
+          await this.closePredecessor();
           if (bufs.length > 0) {
             if (!this.fh) throw new Error('journal is closed');
             if (shouldCrash('journal-write')) {
@@ -214,20 +233,25 @@ export class JournalWriter {
     this.fileBytes = start + data.length;
   }
 
+  /** Write what is buffered and close the file; a failed write leaves it open for another try. */
   async close(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.flush();
-    await this.fh?.close();
+    // Taken before the await: two closes never close one handle twice.
+    const fh = this.fh;
     this.fh = null;
+    await fh?.close();
   }
 
-  /** Close the file without writing the records still buffered (the next start replays what is on disk). */
+  /** Close the file (and a predecessor's) without writing the records still buffered (the next start replays what is on disk). */
   async destroy(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const fh = this.fh;
     this.fh = null;
-    await fh?.close().catch(() => undefined);
+    const before = this.predecessor;
+    this.predecessor = null;
+    await Promise.all([fh?.close().catch(() => undefined), before?.destroy()]);
   }
 }

@@ -78,7 +78,8 @@ export class StateStore implements LongLived {
   private nextId = 1;
   private journal!: JournalWriter;
   private seq = 0;
-  private prevSeq = 0;
+  /** The journal seq the last checkpoint written names (its journals are replayed after it). */
+  private checkpointSeq = 0;
   private lastCheckpointBytes = 0;
   recovery!: Recovery;
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
@@ -186,22 +187,31 @@ export class StateStore implements LongLived {
     await this.journal.flush();
   }
 
-  /** Compact: start a new journal, write the checkpoint, drop journals no checkpoint needs. */
+  /**
+   * Compact: start a new journal, write the checkpoint, drop journals no
+   * checkpoint needs. A checkpoint that fails after the switch (the old
+   * journal's last records meet a full disk) leaves the old journal behind
+   * the new one, which writes nothing before the old one is closed; the
+   * next attempt finishes that switch instead of starting another journal
+   * (which leaked a descriptor per attempt and abandoned the old one's
+   * buffered acknowledgements).
+   */
   async checkpoint(): Promise<void> {
-    const old = this.journal;
-    const newSeq = this.seq + 1;
-    const next = new JournalWriter(journalPath(this.opts.stateDir, newSeq), this.opts.onBackgroundError);
-    await next.open();
-    // From here on records go to the new journal; the snapshot below covers
-    // everything appended to the old one.
-    this.journal = next;
-    const chunks = this.snapshot(newSeq, this.seq);
-    await old.close();
+    if (!this.journal.switching) {
+      const next = new JournalWriter(journalPath(this.opts.stateDir, this.seq + 1), this.opts.onBackgroundError, this.journal);
+      await next.open();
+      // From here on records go to the new journal; the snapshot below
+      // covers everything appended to the old one.
+      this.journal = next;
+      this.seq += 1;
+    }
+    const chunks = this.snapshot(this.seq, this.checkpointSeq);
+    await this.journal.closePredecessor();
     await atomicWrite(path.join(this.opts.stateDir, CHECKPOINT_FILE), chunks);
     this.lastCheckpointBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c), 0);
-    const keepFrom = this.seq;
-    this.prevSeq = this.seq;
-    this.seq = newSeq;
+    // checkpoint.json.prev names the journals from checkpointSeq on: keep those.
+    const keepFrom = this.checkpointSeq;
+    this.checkpointSeq = this.seq;
     for (const s of await listJournals(this.opts.stateDir)) {
       if (s < keepFrom) await fsp.rm(journalPath(this.opts.stateDir, s), { force: true });
     }
@@ -284,7 +294,20 @@ export class StateStore implements LongLived {
         // intent (its journal is not replayed after this checkpoint), so the
         // next recovery found a gap and re-sent everything acked after it.
         const recorded = e.recorded || (e.owner !== DEAD_LETTER_OWNER && this.intents.has(e.owner));
-        if (!recorded || e.start !== pos) break;
+        if (e.start !== pos) break;
+        if (!recorded && e.owner === DEAD_LETTER_OWNER) {
+          // A dead letter still being written: left out as a hole, and the
+          // ranges after it kept. Its `d` record goes to the new journal,
+          // which fills the hole at the next start; cutting the file here
+          // dropped the intents and acks after it (their journal is not
+          // replayed after this checkpoint), so a kill -9 sent acknowledged
+          // batches again and re-batched those in flight. Without the `d`
+          // record (a crash before the dead letter was stored) the hole is a
+          // gap: reading resumes there (state/replay.ts).
+          pos = e.end;
+          continue;
+        }
+        if (!recorded) break;
         ranges.push([e.start, e.end, e.owner, e.done]);
         if (!e.done && e.owner !== DEAD_LETTER_OWNER) live.add(e.owner);
         pos = e.end;
@@ -313,7 +336,7 @@ export class StateStore implements LongLived {
       tornJournal: replayed.tornJournal,
       corruptJournal: replayed.corruptJournal,
     };
-    this.prevSeq = replayed.checkpointSeq;
+    this.checkpointSeq = replayed.checkpointSeq;
     this.seq = Math.max(0, ...replayed.journalSeqs, replayed.checkpointSeq);
     this.journal = new JournalWriter(journalPath(dir, this.seq), this.opts.onBackgroundError);
     await this.journal.open();

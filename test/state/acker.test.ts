@@ -220,6 +220,24 @@ describe('Acker', () => {
     expect(s.events.some((e) => e.event === 'checkpoint_fault_cleared')).toBe(true);
   });
 
+  it('a checkpoint failing with any other error (EIO from fsync) is fatal, not retried', async () => {
+    let tries = 0;
+    const s = setup({
+      journalBytes: 10,
+      checkpoint: async () => {
+        tries++;
+        throw errno('EIO');
+      },
+    });
+    s.clock.advance(CHECKPOINT_EVERY_MS);
+    await tick(s);
+    expect(s.fatals.map((e) => (e as NodeJS.ErrnoException).code), 'SPEC section 3: any other fsync error is fatal').toEqual(['EIO']);
+    expect(s.acker.faults).toEqual([]);
+    s.clock.advance(CHECKPOINT_EVERY_MS);
+    await tick(s);
+    expect(tries, 'a fatal checkpoint error is not tried again').toBe(1);
+  });
+
   it('the same fault from a write and from the checkpoint is one reason; it clears when both have worked', async () => {
     let full = true;
     const s = setup({
