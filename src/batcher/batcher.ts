@@ -12,7 +12,9 @@
 // string is made unless `validate: json` asks for a parse.
 //
 // Every byte handed over is claimed in Progress, by a batch or by a dead
-// letter, in file order (the invariant Progress relies on).
+// letter, in file order (the invariant Progress relies on); a batch's claims
+// carry the bytes, whose CRC its intent keeps so that crash re-forming can
+// tell the same bytes from other ones at the same offsets.
 import { isUtf8 } from 'node:buffer';
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
 import { contentEnd as contentEndOf, lineEnd as newlineAt } from './lines.js';
@@ -91,7 +93,7 @@ export class Batcher {
     const flushRun = (end: number) => {
       if (end > runStart) {
         this.copyInto(b, buf, runStart, end, runLines);
-        deps.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id);
+        deps.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id, buf.subarray(runStart, end));
       }
       runStart = end;
       runLines = 0;
@@ -108,7 +110,7 @@ export class Batcher {
       if (contentLen === 0) {
         // Empty line: nothing to send, but its bytes belong to this batch.
         flushRun(pos);
-        deps.progress.claim(file.key, lineStart, lineEnd, b.id);
+        deps.progress.claim(file.key, lineStart, lineEnd, b.id, buf.subarray(pos, next));
         runStart = next;
       } else if (contentLen > deps.maxLineBytes || contentLen + 1 > deps.maxBytes) {
         flushRun(pos);
@@ -131,7 +133,7 @@ export class Batcher {
           flushRun(pos);
           this.copyInto(b, buf, pos, contentEnd, 1);
           this.appendNewline(b);
-          deps.progress.claim(file.key, lineStart, lineEnd, b.id);
+          deps.progress.claim(file.key, lineStart, lineEnd, b.id, buf.subarray(pos, next));
           runStart = next;
         } else {
           runLines++;

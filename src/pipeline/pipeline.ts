@@ -224,7 +224,7 @@ export class Pipeline implements LongLived {
     try {
       [body] = await Promise.all([
         codec.compress(batch.body),
-        recovered ? Promise.resolve() : this.retryStateWrite(() => store.recordIntent(batch.id, batch.ds)),
+        recovered ? Promise.resolve() : this.retryStateWrite(() => store.recordIntent(batch.id, batch.ds, batch.lines)),
       ]);
     } finally {
       this.compressing--;

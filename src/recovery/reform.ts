@@ -2,12 +2,19 @@
 // built them (the line rules of batcher/lines.ts: empty lines skipped,
 // "\r\n" -> "\n", a final line without newline completed): after a crash the resent batch is byte-identical, so
 // the platform's 5-hour deduplication of partial inserts applies.
+// A range is re-formed only from the bytes it had: the file must still start
+// with its fingerprint and the range's bytes must have the CRC its intent
+// kept. After a copytruncate or an inode reused by a new file, the same
+// offsets hold other lines; sending them as the batch sent wrong lines (and
+// a split last line) in place of the lost ones, so such a range counts as
+// gone (SPEC section 3).
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
 import zlib from 'node:zlib';
 import type { FileHandle } from 'node:fs/promises';
 import { contentEnd, lineEnd } from '../batcher/lines.js';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
+import { sameContentStart } from '../spool/identity.js';
 import { locateByIdentity } from '../spool/relocate.js';
 
 export interface LineLocation {
@@ -18,12 +25,19 @@ export interface LineLocation {
 /** Identity of a tracked file: a path is only trusted while it still names this file. */
 export type IdentityOf = (key: string) => FileMeta | undefined;
 
-async function openVerified(p: string, meta: FileMeta | undefined): Promise<FileHandle | null> {
-  const tryOpen = async (q: string): Promise<FileHandle | null> => {
+/** The file open at p (or found again by identity), 'changed' when its inode now starts with other bytes, null when gone. */
+async function openVerified(p: string, meta: FileMeta | undefined): Promise<FileHandle | 'changed' | null> {
+  const tryOpen = async (q: string): Promise<FileHandle | 'changed' | null> => {
     const fh = await fsp.open(q, 'r').catch(() => null);
     if (!fh || !meta) return fh;
     const st = await fh.stat();
-    if (st.dev === meta.dev && st.ino === meta.ino) return fh;
+    if (st.dev === meta.dev && st.ino === meta.ino) {
+      // Same inode, other first bytes: a new file under a reused inode, or
+      // one truncated and written again (copytruncate).
+      if (meta.fpLen === 0 || (await sameContentStart(fh, st.size, meta))) return fh;
+      await fh.close();
+      return 'changed';
+    }
     await fh.close();
     return null;
   };
@@ -35,10 +49,18 @@ async function openVerified(p: string, meta: FileMeta | undefined): Promise<File
 }
 
 async function readRange(p: string, start: number, end: number, meta?: FileMeta): Promise<Buffer | null> {
+  const r = await readRangeOr(p, start, end, meta);
+  return Buffer.isBuffer(r) ? r : null;
+}
+
+/** The range's bytes, or why not: 'gone' (no such file, or shorter), 'changed' (its inode starts with other bytes now). */
+async function readRangeOr(p: string, start: number, end: number, meta?: FileMeta): Promise<Buffer | 'gone' | 'changed'> {
   let fh;
   try {
-    fh = await openVerified(p, meta);
-    if (!fh) return null;
+    const opened = await openVerified(p, meta);
+    if (opened === 'changed') return opened;
+    if (!opened) return 'gone';
+    fh = opened;
     const buf = Buffer.allocUnsafe(end - start);
     let got = 0;
     while (got < buf.length) {
@@ -52,9 +74,9 @@ async function readRange(p: string, start: number, end: number, meta?: FileMeta)
     // exactly one byte short, not ending in a newline, is that line.
     if (got === buf.length) return buf;
     if (got === buf.length - 1 && got > 0 && buf[got - 1] !== 10) return buf.subarray(0, got);
-    return null;
+    return 'gone';
   } catch {
-    return null;
+    return 'gone';
   } finally {
     await fh?.close();
   }
@@ -85,19 +107,39 @@ export async function rangeCrcs(ranges: readonly RangeRecord[], pathOf: (key: st
 export interface ReformResult {
   body: Buffer;
   lines: number;
-  /** Ranges whose file could not be read (deleted before the batch was acknowledged). */
+  /** Ranges whose bytes are gone: the file deleted, truncated, or holding other bytes there now. */
   missing: RangeRecord[];
+  /** How many of `missing` hold other bytes than the batch took (other first bytes, or another CRC). */
+  changed: number;
 }
 
-export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: string) => string | undefined, identityOf?: IdentityOf): Promise<ReformResult> {
+const NEWLINE = Buffer.from('\n');
+
+/** Do `data`, read back for range r, have the CRC the intent kept? (No CRC kept: trusted, as before CRCs existed.) */
+function sameBytes(r: RangeRecord & { crc?: number | null }, data: Buffer): boolean {
+  if (typeof r.crc !== 'number') return true;
+  const crc = zlib.crc32(data);
+  if (crc === r.crc) return true;
+  // A finished file's remainder: a batch took it with the newline the agent
+  // added (a queued record's CRC, rangeCrcs, is of the file's bytes alone).
+  return data.length === r.end - r.start - 1 && zlib.crc32(NEWLINE, crc) === r.crc;
+}
+
+export async function reformBatch(
+  ranges: ReadonlyArray<RangeRecord & { crc?: number | null }>,
+  pathOf: (key: string) => string | undefined,
+  identityOf?: IdentityOf,
+): Promise<ReformResult> {
   const parts: Buffer[] = [];
   const missing: RangeRecord[] = [];
+  let changed = 0;
   let lines = 0;
-  const nl = Buffer.from('\n');
+  const nl = NEWLINE;
   for (const r of ranges) {
     const p = pathOf(r.file);
-    const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
-    if (!data) {
+    const data = p ? await readRangeOr(p, r.start, r.end, identityOf?.(r.file)) : 'gone';
+    if (!Buffer.isBuffer(data) || !sameBytes(r, data)) {
+      if (data !== 'gone') changed++;
       missing.push(r);
       continue;
     }
@@ -106,7 +148,7 @@ export async function reformBatch(ranges: readonly RangeRecord[], pathOf: (key: 
       lines++;
     });
   }
-  return { body: Buffer.concat(parts), lines, missing };
+  return { body: Buffer.concat(parts), lines, missing, changed };
 }
 
 /**

@@ -65,7 +65,20 @@ export class Resender implements LongLived {
     for (const intent of intents) {
       const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.metaOf(k));
       if (r.missing.length > 0) {
-        log.error({ event: 'resend_files_gone', datasource: intent.ds, batch: intent.id, ranges: r.missing.length }, 'files of an unacknowledged batch are gone; those lines cannot be resent');
+        // Unknown for intents written before they kept their line count.
+        const lost = intent.lines === undefined ? null : Math.max(0, intent.lines - r.lines);
+        if (lost) this.o.metrics.linesLost.inc({ datasource: intent.ds, reason: 'file_gone' }, lost);
+        log.error(
+          {
+            event: 'resend_files_gone',
+            datasource: intent.ds,
+            batch: intent.id,
+            ranges: r.missing.map((m) => [this.o.pathOf(m.file) ?? m.file, m.start, m.end]),
+            changed: r.changed,
+            lines_lost: lost,
+          },
+          'bytes of an unacknowledged batch are gone from its files (deleted, truncated, or other lines there now); those lines cannot be resent',
+        );
       }
       await this.o.sink.waitForRoom();
       this.o.sink.submitRecovered({ id: intent.id, ds: intent.ds, body: r.body, lines: r.lines, firstAt: this.o.clock.now() });
@@ -121,7 +134,8 @@ export class Resender implements LongLived {
         log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
         continue;
       }
-      const info = await this.o.writes.retryStateWrite(() => store.recordResend(q.ds, ranges));
+      // The resend's intent keeps the queued CRCs: a crash before it is acknowledged re-forms it only from the same bytes.
+      const info = await this.o.writes.retryStateWrite(() => store.recordResend(q.ds, q.ranges.map(({ crc, ...r }) => (crc === null ? r : { ...r, crc })), q.lines));
       store.completeQueued(q.id);
       log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
       const r = await reformBatch(info.ranges, this.o.pathOf, metaOf);

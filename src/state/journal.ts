@@ -22,6 +22,17 @@ export interface RangeRecord {
   end: number;
 }
 
+/**
+ * A range of a batch's intent, with the CRC-32 (zlib.crc32) of the bytes the
+ * batch took from it (a finished file's remainder with the newline the agent
+ * added). Re-forming after a crash sends the range only when the file still
+ * holds those bytes: after a copytruncate or an inode reused by a new file
+ * the offsets hold other lines (absent in intents written before it existed).
+ */
+export interface IntentRange extends RangeRecord {
+  crc?: number;
+}
+
 export interface FileMeta {
   key: string;
   dev: number;
@@ -35,7 +46,7 @@ export interface FileMeta {
 
 export type JournalRecord =
   | ({ t: 'f' } & FileMeta)
-  | { t: 'i'; id: number; ds: string; ranges: RangeRecord[]; at: number; resend?: boolean }
+  | { t: 'i'; id: number; ds: string; ranges: IntentRange[]; at: number; lines?: number; resend?: boolean }
   | { t: 'a'; id: number }
   | { t: 'd'; ranges: RangeRecord[] }
   | { t: 'x'; key: string }

@@ -7,7 +7,8 @@
 // including skipped empty lines, or by a dead letter), so a file's ranges are
 // contiguous from `committed` on; the committed offset is the start of the
 // first range that is not done.
-import type { FileMeta, RangeRecord } from './journal.js';
+import zlib from 'node:zlib';
+import type { FileMeta, IntentRange } from './journal.js';
 
 /** Owner of a range that is not part of a batch (a dead-lettered line). */
 export const DEAD_LETTER_OWNER = -1;
@@ -20,6 +21,8 @@ export interface RangeEntry {
   done: boolean;
   /** True once the owner's intent (or the dead letter) is durable in the journal. */
   recorded: boolean;
+  /** CRC-32 of the bytes a batch took from the range, when they were given (journal.ts IntentRange). */
+  crc?: number;
 }
 
 export interface FileProgress {
@@ -45,16 +48,20 @@ export class Progress {
    * when contiguous, but only when it is also the owner's latest range: the
    * ranges of a batch are in body order (re-forming reads them in that
    * order), and a batch that took lines of another file in between must get
-   * a range of its own (a1, b1, a2 is not a1, a2, b1).
+   * a range of its own (a1, b1, a2 is not a1, a2, b1). `bytes`, the claimed
+   * bytes as the batch took them, go into the range's CRC.
    */
-  claim(key: string, start: number, end: number, owner: number): RangeEntry {
+  claim(key: string, start: number, end: number, owner: number, bytes?: Uint8Array): RangeEntry {
     const fp = this.mustGet(key);
     const last = fp.entries[fp.entries.length - 1];
     if (last && last.owner === owner && last.end === start && !last.done && owner !== DEAD_LETTER_OWNER && this.byOwner.get(owner)?.at(-1) === last) {
       last.end = end;
+      if (bytes && last.crc !== undefined) last.crc = zlib.crc32(bytes, last.crc);
+      else delete last.crc;
       return last;
     }
     const entry: RangeEntry = { key, start, end, owner, done: false, recorded: false };
+    if (bytes && owner !== DEAD_LETTER_OWNER) entry.crc = zlib.crc32(bytes);
     fp.entries.push(entry);
     if (owner !== DEAD_LETTER_OWNER) {
       let list = this.byOwner.get(owner);
@@ -65,8 +72,8 @@ export class Progress {
   }
 
   /** The ranges of a batch, for its intent record. */
-  rangesOf(owner: number): RangeRecord[] {
-    return (this.byOwner.get(owner) ?? []).map((e) => ({ file: e.key, start: e.start, end: e.end }));
+  rangesOf(owner: number): IntentRange[] {
+    return (this.byOwner.get(owner) ?? []).map((e) => ({ file: e.key, start: e.start, end: e.end, ...(e.crc !== undefined ? { crc: e.crc } : {}) }));
   }
 
   markRecorded(owner: number): void {

@@ -10,7 +10,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { StateCorruptError } from '../errors.js';
 import { decodeCheckpoint } from './checkpoint-format.js';
-import { journalPath, listJournals, readJournal, type FileMeta, type JournalRecord, type QueuedIntent, type RangeRecord } from './journal.js';
+import { journalPath, listJournals, readJournal, type FileMeta, type IntentRange, type JournalRecord, type QueuedIntent } from './journal.js';
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from './progress.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.json';
@@ -18,8 +18,10 @@ export const CHECKPOINT_FILE = 'checkpoint.json';
 export interface IntentInfo {
   id: number;
   ds: string;
-  ranges: RangeRecord[];
+  ranges: IntentRange[];
   at: number;
+  /** Lines of the batch (absent in intents written before it existed): what is lost when its ranges cannot be re-formed. */
+  lines?: number;
   /** Lines read again for a damaged queue record: their ranges are committed already, so the intent is kept by itself. */
   resend?: boolean;
 }
@@ -141,7 +143,7 @@ function apply(st: ReplayedState, r: JournalRecord, doneIds: Set<number>): void 
     case 'i': {
       st.nextId = Math.max(st.nextId, r.id + 1);
       if (doneIds.has(r.id)) return;
-      st.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at, ...(r.resend ? { resend: true } : {}) });
+      st.intents.set(r.id, { id: r.id, ds: r.ds, ranges: r.ranges, at: r.at, ...(r.lines !== undefined ? { lines: r.lines } : {}), ...(r.resend ? { resend: true } : {}) });
       for (const rg of r.ranges) {
         progress.files.get(rg.file)?.entries.push({ key: rg.file, start: rg.start, end: rg.end, owner: r.id, done: false, recorded: true });
       }

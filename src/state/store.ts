@@ -21,7 +21,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { atomicWrite } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { JournalWriter, journalPath, listJournals, type FileMeta, type QueuedIntent, type RangeRecord } from './journal.js';
+import { JournalWriter, journalPath, listJournals, type FileMeta, type IntentRange, type QueuedIntent, type RangeRecord } from './journal.js';
 import { encodeCheckpointChunks } from './checkpoint-format.js';
 import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
 import { CHECKPOINT_FILE, replayState, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
@@ -112,8 +112,8 @@ export class StateStore implements LongLived {
   }
 
   /** Record a closed batch's ranges durably (before its first send). */
-  async recordIntent(id: number, ds: string): Promise<IntentInfo> {
-    const info: IntentInfo = { id, ds, ranges: this.progress.rangesOf(id), at: this.opts.now() };
+  async recordIntent(id: number, ds: string, lines?: number): Promise<IntentInfo> {
+    const info: IntentInfo = { id, ds, ranges: this.progress.rangesOf(id), at: this.opts.now(), ...(lines !== undefined ? { lines } : {}) };
     this.intents.set(id, info);
     await this.journal.appendDurable({ t: 'i', ...info });
     this.progress.markRecorded(id);
@@ -144,8 +144,8 @@ export class StateStore implements LongLived {
   }
 
   /** Lines of a damaged queue record, to be sent again from the spool: a new intent of their own (durable before the send). */
-  async recordResend(ds: string, ranges: RangeRecord[]): Promise<IntentInfo> {
-    const info: IntentInfo = { id: this.nextId++, ds, ranges, at: this.opts.now(), resend: true };
+  async recordResend(ds: string, ranges: IntentRange[], lines: number): Promise<IntentInfo> {
+    const info: IntentInfo = { id: this.nextId++, ds, ranges, at: this.opts.now(), lines, resend: true };
     this.intents.set(info.id, info);
     await this.journal.appendDurable({ t: 'i', ...info });
     return info;

@@ -66,6 +66,62 @@ describe('re-forming a batch from its recorded ranges', () => {
     );
   });
 
+  it('re-forms a range only from the bytes the batch took: after a copytruncate the other lines at its offsets are not sent', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-changed-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'app.ndjson');
+    const lineOf = (p: string, n: number) => `{"id":"${p}-${String(n).padStart(4, '0')}"}\n`;
+    const old = Buffer.from(Array.from({ length: 20 }, (_, n) => lineOf('old', n)).join(''));
+    await writeFile(file, old);
+    const st = await stat(file);
+    const progress = new Progress();
+    // No fingerprint: only the ranges' CRCs can tell (the fingerprint case is below).
+    progress.addFile({ key: 'a', dev: st.dev, ino: st.ino, gen: 0, fp: '', fpLen: 0, path: file, ds: 'ev' }, 0);
+    const closed: ClosedBatch[] = [];
+    const batcher = new Batcher({
+      progress,
+      newBatchId: () => 1,
+      now: () => 0,
+      maxBytes: 1 << 20,
+      maxLineBytes: 1000,
+      maxOpenBytes: 1 << 20,
+      validateJson: false,
+      capFor: () => 1 << 20,
+      onClose: (batch) => closed.push({ ...batch, body: Buffer.from(batch.body) }),
+      onDeadLetter: () => undefined,
+    });
+    batcher.append({ key: 'a', ds: 'ev', path: file }, old, 0, old.length, 0);
+    batcher.closeAll();
+    const ranges = progress.rangesOf(1);
+    expect(ranges.map((r) => typeof r.crc)).toEqual(['number']);
+    // copytruncate, then the application writes on: same inode, other lines at the same offsets.
+    await writeFile(file, Array.from({ length: 30 }, (_, n) => lineOf('new', n)).join(''));
+    expect((await stat(file)).ino).toBe(st.ino);
+    const r = await reformBatch(ranges, () => file, () => progress.files.get('a')?.meta);
+    expect({ lines: r.lines, body: r.body.toString(), missing: r.missing.length, changed: r.changed }).toEqual({ lines: 0, body: '', missing: 1, changed: 1 });
+    // The same bytes back in place: re-formed byte for byte.
+    await writeFile(file, old);
+    const again = await reformBatch(ranges, () => file, () => progress.files.get('a')?.meta);
+    expect(again.body.equals(closed[0]!.body)).toBe(true);
+  });
+
+  it('re-forms nothing from a file whose first bytes are no longer its fingerprint (an inode reused by a new file)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-fp-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'app.ndjson');
+    await writeFile(file, '{"n":1}\n{"n":2}\n');
+    const st = await stat(file);
+    const { fingerprintOf } = await import('../../src/spool/identity.js');
+    const f = fingerprintOf(Buffer.from('{"n":1}\n{"n":2}\n'));
+    const meta = { key: 'a', dev: st.dev, ino: st.ino, gen: 0, fp: f.fp, fpLen: f.fpLen, path: file, ds: 'ev' };
+    // Recorded before ranges kept a CRC: only the fingerprint can tell.
+    const ranges = [{ file: 'a', start: 0, end: 16 }];
+    expect((await reformBatch(ranges, () => file, () => meta)).lines).toBe(2);
+    await writeFile(file, '{"m":1}\n{"m":2}\n');
+    const r = await reformBatch(ranges, () => file, () => meta);
+    expect({ lines: r.lines, missing: r.missing.length }).toEqual({ lines: 0, missing: 1 });
+  });
+
   it('property: for random line mixes (CRLF, empty lines, lone CRs, too-long lines, partial last lines, several files, random chunking) every re-formed batch equals the batcher\'s', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-prop-'));
     dirs.push(dir);

@@ -1,0 +1,48 @@
+// After a kill -9, batches that were unanswered are re-formed from their
+// recorded file ranges (SPEC section 3): only from the bytes they had. A
+// copytruncate while the agent was down puts other lines at those offsets;
+// those must not be sent as the batch (they are read as the file's new
+// generation), and the batch's own lines, gone with the truncation, are
+// counted as lost with an ERROR naming the ranges.
+import { truncateSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkDelivery, kill9, lines, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+
+describe('crash re-forming from changed content (process)', () => {
+  it('a batch unanswered at a kill -9, its file copytruncated before the restart: no other lines in its place, its lines counted lost', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
+    const paths = await writeConfig(dir, t);
+    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
+    await mkdir(path.dirname(file), { recursive: true });
+    writeFileSync(file, lines('o', 0, 500));
+    const first = spawnAgent(paths.configFile);
+    await first.started;
+    // A request arrives only once its intent is durable: the batch is recorded and unanswered.
+    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
+    await kill9(first);
+    // copytruncate while the agent is down, and the application writes on:
+    // same inode, lines of the same length at the same offsets.
+    truncateSync(file, 0);
+    writeFileSync(file, lines('n', 0, 600));
+    t.emu.setFaults([]);
+    const second = spawnAgent(paths.configFile);
+    const admin = (await second.started)!;
+    const result = (await waitFor(async () => {
+      const r = await checkDelivery(t, 'ev', 'n', 600);
+      return r.missing === 0 || r.duplicates > 0 ? r : null;
+    }, 'the new lines'))!;
+    expect({ missing: result.missing, duplicates: result.duplicates }, 'the new lines arrive once: none sent in place of the old batch').toEqual({ missing: 0, duplicates: 0 });
+    // The resend runs before new data is read: counted by now.
+    const lost = await metric(admin, 'spoolship_lines_lost_total', 'reason="file_gone"');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    expect((await checkDelivery(t, 'ev', 'o', 500)).unique, 'the hung request stored nothing').toBe(0);
+    expect(lost, 'the batch\'s 500 lines are counted lost').toBe(500);
+    const gone = second.logs.filter((l) => l.event === 'resend_files_gone');
+    expect(gone).toHaveLength(1);
+    expect(gone[0]).toMatchObject({ datasource: 'ev', changed: 1, lines_lost: 500 });
+  });
+});
