@@ -17,6 +17,8 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => vo
     onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
     onIdle: o.onIdle,
     onLayout: o.onLayout,
+    onListFailed: (dir, code) => log.warn({ event: 'spool_list_failed', dir, code }, 'a spool directory cannot be listed: its files are kept as they were; will retry at each scan'),
+    onListRecovered: (dir) => log.info({ event: 'spool_list_recovered', dir }, 'a spool directory is listed again'),
   };
 }
 

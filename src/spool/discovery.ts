@@ -5,8 +5,10 @@
 // knows from before (resumed where it was committed), or a new file (read
 // from 0, or from its end with start_at: end in the first scan). Followed
 // files no scan finds any more are detached (rotation.ts) and read through
-// their descriptors until idle (read-loop.ts).
+// their descriptors until idle (read-loop.ts). A directory whose listing
+// failed (EMFILE, EIO, ESTALE) changes nothing: its files are not gone.
 import { promises as fsp, type Stats } from 'node:fs';
+import path from 'node:path';
 import { sameAsSeen } from '../state/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { fileKey, fingerprintOf, headMatches, readHead, type FileHead } from './identity.js';
@@ -34,6 +36,8 @@ export const SCAN_SLICE = 1024;
 export class Discovery {
   /** True until the first scan has ended (start_at, files verified at start-up, files to adopt). */
   firstScan = true;
+  /** Directories whose last listing failed (reported once per streak). */
+  private failing = new Set<string>();
 
   constructor(
     private readonly o: SpoolerOptions,
@@ -54,6 +58,7 @@ export class Discovery {
     const seen = new Set<string>();
     const candidates: Array<{ p: string; ds: string }> = [];
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
+    const unlisted = this.noteFailures(listed.failed);
     const links: Array<{ p: string; ds: string }> = [];
     for (const p of listed.paths) {
       const ds = this.o.router.route(p);
@@ -90,6 +95,8 @@ export class Discovery {
     }
     for (const t of this.tailers.list()) {
       if (t.finished || seen.has(t.key)) continue;
+      // Under a directory this scan could not list: not seen is not gone.
+      if (!t.detached && unlisted(t.path)) continue;
       if (!t.detached) await this.rotation.detach(t);
       // Renamed away, still written to until its writer reopens: its size
       // and links only through the descriptor.
@@ -98,6 +105,19 @@ export class Discovery {
     if (this.firstScan) await this.adoptUnmatched();
     await completed();
     this.firstScan = false;
+  }
+
+  /**
+   * Report directories that newly fail to list, and those that list again;
+   * returns whether a path lies under one that failed this time.
+   */
+  private noteFailures(failed: ReadonlyArray<{ dir: string; code: string }>): (p: string) => boolean {
+    const now = new Set(failed.map((f) => f.dir));
+    for (const f of failed) if (!this.failing.has(f.dir)) this.o.events.onListFailed?.(f.dir, f.code);
+    for (const dir of this.failing) if (!now.has(dir)) this.o.events.onListRecovered?.(dir);
+    this.failing = now;
+    const prefixes = [...now].map((d) => (d.endsWith(path.sep) ? d : d + path.sep));
+    return (p) => prefixes.some((d) => p.startsWith(d));
   }
 
   /**

@@ -16,6 +16,10 @@ export interface SpoolerEvents {
   onIdle?(): void;
   /** What each scan found of the spool's layout (a missing spool.dir, skipped directories). */
   onLayout?(layout: SpoolLayout): void;
+  /** A directory of the spool could not be listed (once per failing streak): its files are kept as they were. */
+  onListFailed?(dir: string, code: string): void;
+  /** A directory that could not be listed is listed again. */
+  onListRecovered?(dir: string): void;
 }
 
 export interface SpoolerOptions {

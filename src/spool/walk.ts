@@ -12,19 +12,39 @@ import { mapLimit } from '../util/concurrency.js';
  * directory (a Data Source directory that is a symlink is walked like any
  * other; spool.follow_symlinks decides whether its files are read).
  */
-export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>): Promise<{ paths: string[]; links: Map<string, string> }> {
-  const out = new Set<string>();
-  const links = new Map<string, string>();
-  for (const root of roots) await walk(path.normalize(root.dir), root.depth, out, links, null);
-  return { paths: [...out].sort(), links };
+export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>, readdir: typeof fsp.readdir = fsp.readdir): Promise<SpoolListing> {
+  const w: Walk = { out: new Set(), links: new Map(), failed: [], readdir };
+  for (const root of roots) await walk(w, path.normalize(root.dir), root.depth, null);
+  return { paths: [...w.out].sort(), links: w.links, failed: w.failed };
 }
 
-async function walk(dir: string, depth: number, out: Set<string>, links: Map<string, string>, viaLink: string | null): Promise<void> {
+export interface SpoolListing {
+  paths: string[];
+  links: Map<string, string>;
+  /**
+   * Directories that could not be listed (EMFILE, EIO, ESTALE, EACCES...):
+   * what is under them is unknown this time, not gone. A directory that does
+   * not exist (ENOENT, ENOTDIR) is no failure: its files are gone.
+   */
+  failed: Array<{ dir: string; code: string }>;
+}
+
+interface Walk {
+  out: Set<string>;
+  links: Map<string, string>;
+  failed: SpoolListing['failed'];
+  readdir: typeof fsp.readdir;
+}
+
+async function walk(w: Walk, dir: string, depth: number, viaLink: string | null): Promise<void> {
   if (depth <= 0) return;
+  const { out, links } = w;
   let entries;
   try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
-  } catch {
+    entries = await w.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') w.failed.push({ dir, code });
     return;
   }
   // `dir` is normalized (a normalized root, then names): concatenating is
@@ -32,7 +52,7 @@ async function walk(dir: string, depth: number, out: Set<string>, links: Map<str
   const base = dir.endsWith(path.sep) ? dir : dir + path.sep;
   for (const e of entries) {
     const p = base + e.name;
-    if (e.isDirectory()) await walk(p, depth - 1, out, links, viaLink);
+    if (e.isDirectory()) await walk(w, p, depth - 1, viaLink);
     else if (e.isFile()) {
       out.add(p);
       if (viaLink !== null) links.set(p, viaLink);
@@ -40,7 +60,7 @@ async function walk(dir: string, depth: number, out: Set<string>, links: Map<str
       // A link to a directory is walked (its files carry the link); to
       // anything else it is a candidate file. Depth bounds a link loop.
       const target = depth > 1 ? await fsp.stat(p).catch(() => null) : null;
-      if (target?.isDirectory()) await walk(p, depth - 1, out, links, viaLink ?? p);
+      if (target?.isDirectory()) await walk(w, p, depth - 1, viaLink ?? p);
       else {
         out.add(p);
         links.set(p, viaLink ?? p);
