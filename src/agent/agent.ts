@@ -351,6 +351,7 @@ export class Agent {
       startAt: c.spool.start_at,
       onComplete: c.spool.on_complete,
       idleMs: c.spool.idle_ms,
+      forgetAfterMs: c.spool.forget_after_ms,
       maxLineBytes: c.spool.max_line_bytes,
       rescanMs: deps.rescanMs ?? 1000,
       scanSlice: deps.scanSlice,

@@ -21,6 +21,7 @@ export const DEFAULTS: Config = {
     start_at: 'beginning',
     on_complete: 'keep',
     idle_ms: 30_000, // 30 s
+    forget_after_ms: 10 * 60 * 1000, // 10 min: a file gone this long is forgotten
     max_line_bytes: 10 * 1000 * 1000, // 10 MB, excluding the newline
   },
   state_dir: './state', // resolved against the working directory

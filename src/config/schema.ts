@@ -28,6 +28,7 @@ export const SCHEMA: Section = {
     start_at: oneOf(['beginning', 'end']),
     on_complete: oneOf(['keep', 'delete']),
     idle_ms: duration({ min: 1 }),
+    forget_after_ms: duration({ min: 0 }),
     max_line_bytes: size({ min: 1 }),
   },
   state_dir: requiredPath(),

@@ -30,6 +30,8 @@ export interface Config {
     start_at: 'beginning' | 'end';
     on_complete: 'keep' | 'delete';
     idle_ms: number;
+    /** A file gone this long (not renamed, not readable) is forgotten; one back sooner continues where it was. */
+    forget_after_ms: number;
     max_line_bytes: number;
   };
   state_dir: string;

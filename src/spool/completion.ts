@@ -1,22 +1,32 @@
 // After each scan: files finished and fully committed are forgotten (by the
-// spooler and the state), and so are old generations of a file (before a
-// copytruncate, or of an inode now reused) once nothing read from them is
-// pending; with on_complete: delete, a file fully committed, idle for
-// idle_ms and superseded (renamed out of the patterns, or a newer file grows
-// in its directory) is deleted and finished.
+// spooler and the state) once deleted or gone for forget_after_ms (one that
+// comes back sooner reads on where it was: discovery.ts); so are old
+// generations of a file (before a copytruncate, or of an inode now reused)
+// once nothing read from them is pending, and files the state knows that no
+// scan has found for forget_after_ms (deleted while the agent was down).
+// With on_complete: delete, a file fully committed, idle for idle_ms and
+// superseded (renamed out of the patterns, or a newer file grows in its
+// directory) is deleted and finished.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { SpoolerOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 
-export async function collectFinished(o: SpoolerOptions, tailers: Tailers): Promise<void> {
+/**
+ * `unfound`: when each file of the state without a tailer was first missed by
+ * a scan (kept by the spooler between scans).
+ */
+export async function collectFinished(o: SpoolerOptions, tailers: Tailers, unfound: Map<string, number>): Promise<void> {
   const store = o.store;
+  const now = o.clock.now();
   forgetOldGenerations(o, tailers);
+  forgetUnfound(o, tailers, unfound);
   for (const t of tailers.list()) {
     const fp = store.file(t.key);
     const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
-    if (t.finished && fullyCommitted) {
+    const forgettable = t.deleted || now - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= o.forgetAfterMs;
+    if (t.finished && fullyCommitted && forgettable) {
       tailers.remove(t);
       store.forgetFile(t.key);
       continue;
@@ -26,6 +36,7 @@ export async function collectFinished(o: SpoolerOptions, tailers: Tailers): Prom
       if (!idle) continue;
       await fsp.rm(t.path, { force: true });
       await t.closeFd();
+      t.markDeleted();
       t.finish();
       o.events.onFinished(t.ds, t.path, true);
     }
@@ -57,4 +68,28 @@ function forgetOldGenerations(o: SpoolerOptions, tailers: Tailers): void {
     if (current && current.gen > m.gen) old.push(m.key);
   }
   for (const key of old) o.store.forgetFile(key);
+}
+
+/**
+ * Files of the state that no scan has found (deleted while the agent was
+ * down, or gone before this run followed them): forgotten once nothing read
+ * from them is pending and they have been missing for forget_after_ms.
+ */
+function forgetUnfound(o: SpoolerOptions, tailers: Tailers, unfound: Map<string, number>): void {
+  const now = o.clock.now();
+  const gone: string[] = [];
+  const missing = new Set<string>();
+  for (const fp of o.store.files()) {
+    const key = fp.meta.key;
+    if (tailers.has(key)) continue;
+    missing.add(key);
+    const since = unfound.get(key) ?? now;
+    unfound.set(key, since);
+    if (fp.entries.length === 0 && now - since >= o.forgetAfterMs) gone.push(key);
+  }
+  for (const key of unfound.keys()) if (!missing.has(key)) unfound.delete(key);
+  for (const key of gone) {
+    o.store.forgetFile(key);
+    unfound.delete(key);
+  }
 }

@@ -77,7 +77,8 @@ export class Discovery {
       const stats = await mapLimit(slice, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
       const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i) => {
         const st = stats[i];
-        if (!st?.isFile() || this.tailers.ofInode(st.dev, st.ino) || this.verifiedAtStart(p, st)) return null;
+        const known = st?.isFile() ? this.tailers.ofInode(st.dev, st.ino) : undefined;
+        if (!st?.isFile() || (known && !known.finished) || this.verifiedAtStart(p, st)) return null;
         return readHead(p, st.dev, st.ino);
       });
       for (let i = 0; i < slice.length; i++) {
@@ -141,7 +142,7 @@ export class Discovery {
       // Opened now (ensureOpen checks device and inode): a detached file is
       // read only through the descriptor it holds.
       if (!(await t.ensureOpen())) continue;
-      t.detach();
+      t.detach(this.o.clock.now());
       this.tailers.add(t);
     }
   }
@@ -149,14 +150,16 @@ export class Discovery {
   private async track(p: string, ds: string, st: Stats, head: FileHead | null): Promise<string | null> {
     const existing = this.tailers.ofInode(st.dev, st.ino);
     if (existing?.finished) {
-      // A finished file's descriptor is closed, so its inode can be reused:
-      // the file now here is a new one (inode reuse after delete). Read it
-      // from 0 as a new generation; if it was the old one renamed back, that
-      // re-sends it (duplicates), which beats losing a new file.
-      return this.addFile(p, ds, st, head, existing.gen + 1);
+      // A finished file's descriptor is closed, so its inode can be reused.
+      // The same first bytes and no less than was read: the file renamed
+      // back within forget_after_ms, which reads on where it was (read from
+      // 0 it was shipped twice). Otherwise a new file under the reused
+      // inode: a new generation from 0.
+      if (!this.cameBack(existing, st, head)) return this.addFile(p, ds, st, head, existing.gen + 1);
+      existing.revive();
     }
     if (!existing) return this.addFile(p, ds, st, head);
-    // Still open, so the inode cannot have been reused: renamed back into the patterns.
+    // Open, or its first bytes checked below: renamed back into the patterns.
     if (existing.detached) existing.reattach();
     if (existing.path !== p) this.rotation.moved(existing, p);
     const changed = st.size !== existing.lastSize || st.mtimeMs !== existing.lastMtimeMs;
@@ -165,6 +168,12 @@ export class Discovery {
     else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
     existing.sawStat(st);
     return existing.key;
+  }
+
+  /** A finished file found at a matching path again: the same file (not deleted, same first bytes, not shorter)? */
+  private cameBack(t: FileTailer, st: Stats, head: FileHead | null): boolean {
+    const meta = this.o.store.metaOf(t.key);
+    return !t.deleted && head !== null && meta !== undefined && st.size >= t.readOffset && headMatches(head.head, st.size, meta);
   }
 
   /**

@@ -32,6 +32,8 @@ export interface SpoolerOptions {
   startAt: 'beginning' | 'end';
   onComplete: 'keep' | 'delete';
   idleMs: number;
+  /** A file gone this long (spool.forget_after_ms) is forgotten; one back sooner continues where it was. */
+  forgetAfterMs: number;
   maxLineBytes: number;
   rescanMs: number;
   /** Resolves when the pipeline has room for more data. */

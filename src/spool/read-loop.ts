@@ -48,7 +48,7 @@ export class ReadLoop {
       if (t.finished) continue;
       if (t.detached && t.endSeen && t.lastSize <= t.readOffset) {
         // Read to its end; its size is updated by each scan's fstat of the descriptor.
-        if (!t.fh || t.deleted || this.idle(t)) await this.finishDetached(t);
+        if (this.awayForGood(t)) await this.finishDetached(t);
         continue;
       }
       // Nothing new since the last look (the rescan and watch events update
@@ -89,9 +89,21 @@ export class ReadLoop {
   }
 
   /**
-   * A detached file at its end, deleted or idle for idle_ms (or without a
-   * descriptor: nothing more can be read): one last look for new bytes,
-   * then the partial last line goes whole and the file is finished.
+   * A detached file read to its end is finished: with its descriptor, once
+   * deleted or idle; without one (it left every path we could find while
+   * its descriptor was closed), once gone for forget_after_ms, since one
+   * that comes back sooner (moved away and back, a directory renamed for a
+   * moment) reads on where it was.
+   */
+  private awayForGood(t: FileTailer): boolean {
+    if (t.fh) return t.deleted || this.idle(t);
+    return this.o.clock.now() - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= this.o.forgetAfterMs;
+  }
+
+  /**
+   * A detached file at its end and away for good (awayForGood): one last
+   * look for new bytes, then the partial last line goes whole and the file
+   * is finished.
    */
   private async finishDetached(t: FileTailer): Promise<void> {
     if (t.fh) await this.o.waitForRoom();
@@ -107,7 +119,7 @@ export class ReadLoop {
 
   private async atEnd(t: FileTailer): Promise<void> {
     if (t.detached) {
-      if (!t.fh || t.deleted) await this.finishDetached(t);
+      if (t.fh && t.deleted) await this.finishDetached(t);
       return;
     }
     if (this.idle(t) && t.fh && !t.pinned) {

@@ -51,7 +51,7 @@ export class Rotation {
       if (stillMatched) return;
     }
     if (found && !t.fh) await t.ensureOpen();
-    t.detach();
+    t.detach(this.o.clock.now());
     await this.statDetached(t);
   }
 

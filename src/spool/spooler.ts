@@ -36,6 +36,8 @@ const SAFETY_SCAN_FACTOR = 100;
 
 export class Spooler implements LongLived {
   private readonly tailers = new Tailers();
+  /** Files of the state no scan has found, and since when (completion.ts forgetUnfound). */
+  private readonly unfound = new Map<string, number>();
   private readonly discovery: Discovery;
   private readonly reader: ReadLoop;
   private watcher: FSWatcher | null = null;
@@ -86,7 +88,7 @@ export class Spooler implements LongLived {
 
   /** One scan now (tests; the loop scans by itself, reading between slices). */
   scan(betweenSlices?: () => Promise<unknown>): Promise<void> {
-    return this.discovery.scan(() => collectFinished(this.o, this.tailers), betweenSlices);
+    return this.discovery.scan(() => collectFinished(this.o, this.tailers, this.unfound), betweenSlices);
   }
 
   /** How many files are followed now (they grow a scan slice at a time). */

@@ -46,6 +46,8 @@ export class FileTailer implements TrackedFileRef {
   /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
   #endSeen = false;
   #finished = false;
+  /** When a scan last stopped finding it at a matching path (null while it is at one). */
+  #goneSince: number | null = null;
   #lastGrowthAt: number;
   #lastSize = 0;
   #lastMtimeMs = 0;
@@ -88,6 +90,11 @@ export class FileTailer implements TrackedFileRef {
     return this.#deleted;
   }
 
+  /** When it left the matching paths (forget_after_ms counts from here), or null. */
+  get goneSince(): number | null {
+    return this.#goneSince;
+  }
+
   /** A read found no more bytes since the file was detached or last grew. */
   get endSeen(): boolean {
     return this.#endSeen;
@@ -122,15 +129,29 @@ export class FileTailer implements TrackedFileRef {
     this.#path = path;
   }
 
-  detach(): void {
+  detach(now: number): void {
     this.#detached = true;
     this.#endSeen = false;
+    this.#goneSince = now;
   }
 
-  /** Renamed back into the patterns while still open. */
+  /** Back at a matching path (renamed back, or seen again after a failed look). */
   reattach(): void {
     this.#detached = false;
     this.#deleted = false;
+    this.#goneSince = null;
+  }
+
+  /** Finished, then back at a matching path within forget_after_ms (same inode and first bytes): read on from where it was. */
+  revive(): void {
+    this.#finished = false;
+    this.#endSeen = false;
+    this.reattach();
+  }
+
+  /** Deleted by the agent (on_complete: delete): it cannot come back. */
+  markDeleted(): void {
+    this.#deleted = true;
   }
 
   /** A stat through the descriptor of a detached file (its name is not listed any more). */

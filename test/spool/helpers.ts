@@ -53,6 +53,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     startAt: 'beginning',
     onComplete: 'keep',
     idleMs: 60_000,
+    forgetAfterMs: 600_000,
     maxLineBytes: 1 << 16,
     rescanMs: 3_600_000,
     waitForRoom: async () => undefined,
