@@ -64,6 +64,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const delays = new Delays();
   const store = createRowStore(o.dataDir);
   const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, foreignToken: o.foreignToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
+  // Only tests look at the records: hashing every body costs the emulator ~2 ms per MB otherwise.
+  const hashBodies = o.recordRequests || opts.onEventsRequest !== undefined;
   const events = createEventsApi({
     tokens: new Set(o.tokens),
     appendTokens: new Set(o.appendTokens),
@@ -75,6 +77,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     validateRows: o.validateRows,
     inserter: { store, dedup: new PartialInsertMemory(o.now), stats },
     delay: (ms) => delays.delay(ms),
+    hashBodies,
   });
   const records: EventsRequestRecord[] = [];
   const record = (r: EventsRequestRecord): void => {
@@ -91,7 +94,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       ? null
       : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
   const server = new EmulatorHttpServer({ tls, maxConnections: o.maxConnections }, (connections) =>
-    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: (at) => opts.onEventsArrival?.(at), pace, answerDelay }),
+    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: (at) => opts.onEventsArrival?.(at), pace, answerDelay, hashBodies }),
   );
   let address;
   try {

@@ -70,6 +70,13 @@ export interface EventsRequestRecord {
   bodyBytes: number;
   /** Decoded size, or null when the body could not be decoded. */
   decodedBytes: number | null;
+  /**
+   * SHA-1 (hex) of the body as received, and of it decoded (null when not
+   * read or not decoded). Two requests with the same decoded body and other
+   * wire bytes are a retry that was not byte-identical (SPEC section 3).
+   */
+  bodySha1: string | null;
+  decodedSha1: string | null;
   /** Final answer: an HTTP status, or 'reset' / 'hang' / 'goaway'. */
   outcome: number | 'reset' | 'hang' | 'goaway';
   httpVersion: '1.1' | '2';

@@ -1,4 +1,5 @@
 // Routing: the stats endpoint, the cluster API seam, unknown paths, records.
+import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { fakeClock, getJson, ndjson, postEvents, startEmu } from './helpers.js';
@@ -96,6 +97,9 @@ describe('routes', () => {
         contentEncoding: 'identity',
         bodyBytes: Buffer.byteLength(ndjson(2)),
         decodedBytes: Buffer.byteLength(ndjson(2)),
+        // identity: the body as received is the body decoded.
+        bodySha1: createHash('sha1').update(ndjson(2)).digest('hex'),
+        decodedSha1: createHash('sha1').update(ndjson(2)).digest('hex'),
         outcome: 200,
         httpVersion: '1.1',
       },

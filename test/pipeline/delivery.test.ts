@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectByteIdenticalRetries, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 describe('delivery', () => {
   it('ships three Data Sources, 100k lines, each line exactly once, in requests that follow the rules', async () => {
@@ -141,6 +141,7 @@ describe('delivery', () => {
     await waitFor(() => rows(emu, dir, 'ev').length >= lines.length, 'all rows');
     await stop();
     expect(emu.requests().filter((r) => r.outcome === 500).length).toBeGreaterThan(5);
+    expect(expectByteIdenticalRetries(emu.requests()), "batches sent again").toBeGreaterThanOrEqual(3);
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
 });

@@ -134,3 +134,6 @@ export async function gauge(agent: { metrics: { registry: { getSingleMetricAsStr
   const line = samples.find((l) => l.startsWith(`${name}${labels} `)) ?? (labels === '' ? samples.at(-1) : undefined);
   return Number(line?.split(' ').at(-1) ?? 'NaN');
 }
+
+
+export { expectByteIdenticalRetries } from '../support/byte-identical.js';

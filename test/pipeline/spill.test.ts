@@ -5,7 +5,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
 
 /** Sample a gauge every 5 ms until stopped; resolves with the largest value seen. */
 function sampleMax(read: () => Promise<number>): { stop: () => Promise<number> } {
@@ -44,6 +44,7 @@ describe('spilled bodies', () => {
     await stop();
     expect(maxSpilled).toBeGreaterThan(0);
     expect(emu.requests().filter((r) => r.outcome === 500).length).toBeGreaterThan(5);
+    expect(expectByteIdenticalRetries(emu.requests()), 'spilled bodies sent again').toBeGreaterThanOrEqual(3);
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
     expect(readdirSync(path.join(dir, 'state', 'spill'))).toEqual([]);
   });

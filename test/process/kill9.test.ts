@@ -7,6 +7,7 @@
 import { appendFileSync, cpSync, mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { expectByteIdenticalRetries } from '../support/byte-identical.js';
 import {
   LINE_BYTES,
   checkDelivery,
@@ -216,6 +217,8 @@ describe('kill -9 at random moments (process)', () => {
       expect(result.unexpected, `seed ${SEED}: no mangled or foreign rows ${JSON.stringify(result.firstUnexpected)}`).toBe(0);
       expect(result.missing, `seed ${SEED}: nothing lost ${JSON.stringify(result.firstMissing)}`).toBe(0);
       expect(result.duplicates, `seed ${SEED}: duplicates within the SPEC bound ${JSON.stringify(summary)}`).toBeLessThanOrEqual(bound);
+      // The batches unanswered at each kill were re-formed from their ranges and sent again with the very same bytes.
+      expect(expectByteIdenticalRetries(t.records), `seed ${SEED}: batches sent again after a kill`).toBeGreaterThan(0);
     } catch (err) {
       console.error(`[kill9] failed with seed ${SEED} (replay: SPOOLSHIP_TEST_SEED=${SEED}); ${restarts.join('; ')}`);
       throw err;

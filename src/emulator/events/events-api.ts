@@ -4,6 +4,7 @@
 // new Data Source (datasources.ts) -> insert.
 // Each step either answers or passes on; the result is a value the HTTP layer
 // carries out (see outcome.ts).
+import { createHash } from 'node:crypto';
 import { DATASOURCE_NAME_RE, MAX_DATASOURCE_NAME_CHARS } from '../faults.js';
 import type { FaultPicker } from '../fault-picker.js';
 import type { RateDecision, SlidingWindowLimiter } from '../rate-limiter.js';
@@ -27,6 +28,8 @@ export interface EventsApiDeps {
   validateRows: boolean;
   inserter: Inserter;
   delay(delayMs: number): Promise<void>;
+  /** Hash each decoded body for the request records (tests: the same batch must come back as the same bytes). */
+  hashBodies?: boolean;
 }
 
 export interface EventsApi {
@@ -54,7 +57,10 @@ export function createEventsApi(deps: EventsApiDeps): EventsApi {
   };
   const handle = async (req: EmuRequest): Promise<EventsResult> => {
     const name = req.query.get('name');
-    const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes });
+    // Hashed before any fault or rule answers, so that every attempt of a
+    // batch can be told apart from another batch (only with hashBodies).
+    const decodedSha1 = deps.hashBodies ? await decodedHash(req, deps.maxBodyBytes) : null;
+    const result = (outcome: EventsOutcome, decodedBytes: number | null = null): EventsResult => ({ outcome, name, decodedBytes, decodedSha1 });
 
     const rate = deps.limiter.take();
     if (!rate.allowed) return result(rateLimited(rate, `${rate.limit} requests per second per organization`));
@@ -148,4 +154,15 @@ function isTrue(v: string | null): boolean {
 
 function toOutcome(d: { status: number; message: string }): EventsOutcome {
   return jsonError(d.status, d.message);
+}
+
+export function sha1(data: Uint8Array): string {
+  return createHash('sha1').update(data).digest('hex');
+}
+
+/** SHA-1 of the request's body decoded, or null when it does not decode. */
+async function decodedHash(req: EmuRequest, maxBodyBytes: number): Promise<string | null> {
+  if (req.bodyOverflow) return null;
+  const decoded = await decodeEventsBody(req.headers['content-encoding'], req.body, maxBodyBytes).catch(() => null);
+  return decoded?.ok ? sha1(decoded.body) : null;
 }

@@ -16,6 +16,8 @@ export interface EventsResult {
   name: string | null;
   /** Decoded body size, or null when not decoded. */
   decodedBytes: number | null;
+  /** SHA-1 of the decoded body (hex), when requests are recorded (EventsApiDeps.hashBodies) and it was decoded. */
+  decodedSha1?: string | null;
 }
 
 export function jsonError(status: number, message: string, headers?: Record<string, string>): EventsOutcome {

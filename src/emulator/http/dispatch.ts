@@ -2,6 +2,7 @@
 // out the answer, including the connection-level faults only this layer can
 // perform (drop the connection, GOAWAY, hang). Bodies are read at the upload
 // pace, and every Events and cluster API answer waits out the latency first.
+import { sha1 } from '../events/events-api.js';
 import { constants as h2constants, type Http2ServerRequest } from 'node:http2';
 import type { IncomingMessage } from 'node:http';
 import type { ClusterApi } from '../clusters/index.js';
@@ -35,6 +36,8 @@ export interface DispatchDeps {
   pace: UploadPace | null;
   /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
   answerDelay: (() => Promise<void>) | null;
+  /** Hash bodies for the records (when requests are recorded). */
+  hashBodies: boolean;
 }
 
 export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: AnyResponse) => Promise<void> {
@@ -67,6 +70,7 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
   // Answered before the body: Node discards what the client still sends.
   let result = deps.events.admit(head);
   let wireBytes = 0;
+  let bodySha1: string | null = null;
   if (result === null) {
     let read;
     try {
@@ -75,6 +79,7 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
       return; // the client went away mid-body: nothing to answer
     }
     wireBytes = read.wireBytes;
+    if (deps.hashBodies) bodySha1 = sha1(read.body);
     // From here on the request is answered and recorded whatever the client does.
     deps.arrived(atMs);
     result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
@@ -91,6 +96,8 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
     contentEncoding: req.headers['content-encoding'],
     bodyBytes: wireBytes,
     decodedBytes: result.decodedBytes,
+    bodySha1,
+    decodedSha1: result.decodedSha1 ?? null,
     outcome: label,
     httpVersion: head.httpVersion,
   });
