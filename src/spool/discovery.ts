@@ -11,7 +11,7 @@ import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import { sameAsSeen } from '../state/store.js';
 import { mapLimit } from '../util/concurrency.js';
-import { fileKey, fingerprintOf, headMatches, readHead, type FileHead } from './identity.js';
+import { fileKey, fingerprintOf, headMatches, readHead, sameContentStart, type FileHead } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
 import type { SpoolerOptions } from './options.js';
@@ -140,8 +140,15 @@ export class Discovery {
       const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
       t.sawStat(st, false);
       // Opened now (ensureOpen checks device and inode): a detached file is
-      // read only through the descriptor it holds.
-      if (!(await t.ensureOpen())) continue;
+      // read only through the descriptor it holds. The inode alone can
+      // mislead (deleted, then reused by a new file while the agent was
+      // down): only a file that still starts with its fingerprint is ours.
+      const fh = await t.ensureOpen();
+      if (!fh) continue;
+      if (!(await sameContentStart(fh, st.size, m))) {
+        await t.closeFd();
+        continue;
+      }
       t.detach(this.o.clock.now());
       this.tailers.add(t);
     }
