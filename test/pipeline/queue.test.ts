@@ -54,7 +54,7 @@ describe('disk retry queue in the agent', () => {
     const { agent, stop } = await startAgent(config);
     await waitFor(() => !agent.readiness().ready, 'not ready');
     expect(agent.readiness().reasons).toContain('token_rejected');
-    expect(await gauge(agent, 'spoolship_parked')).toBeGreaterThanOrEqual(0);
+    expect(await gauge(agent, 'spoolship_parked', '{reason="token_rejected"}')).toBe(1);
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 1, 'batch queued while parked');
     await stop();
     expect(rows(emu, dir, 'ev')).toEqual([]);
