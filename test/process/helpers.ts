@@ -212,6 +212,10 @@ export interface AgentProcess {
   logs: LogLine[];
   /** stderr lines that are not JSON (a crash trace). */
   rawErr: string[];
+  /** Everything the process wrote to stdout. */
+  stdout: string;
+  /** Everything it wrote to stderr, as written. */
+  stderr: string;
   /** Resolves with the admin URL (or null when admin is off) once "spoolship started" is logged; rejects if the process exits first. */
   started: Promise<string | null>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
@@ -222,7 +226,7 @@ export function spawnAgent(configFile: string, env: Record<string, string> = {})
   const child = spawn(process.execPath, [CLI, 'run', '-c', configFile], {
     cwd: path.dirname(configFile),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: LogLine[] = [];
   const rawErr: string[] = [];
@@ -234,8 +238,13 @@ export function spawnAgent(configFile: string, env: Record<string, string> = {})
   });
   started.catch(() => undefined);
   let buf = '';
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (chunk: string) => {
+    proc.stdout += chunk;
+  });
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {
+    proc.stderr += chunk;
     buf += chunk;
     let nl;
     while ((nl = buf.indexOf('\n')) !== -1) {
@@ -255,6 +264,8 @@ export function spawnAgent(configFile: string, env: Record<string, string> = {})
     pid: child.pid!,
     logs,
     rawErr,
+    stdout: '',
+    stderr: '',
     started,
     exitInfo: null,
     exited: new Promise((resolve) => {

@@ -93,7 +93,7 @@ class Daemon {
 
   private async reload(): Promise<void> {
     const log = this.log;
-    log.info({ signal: 'SIGHUP', file: this.loaded.file }, 'reloading the config and the token file');
+    log.info({ event: 'reload_requested', signal: 'SIGHUP', file: this.loaded.file }, 'reloading the config and the token file');
     let next: LoadedConfig;
     try {
       next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd, tokenRequired: true });
@@ -106,17 +106,17 @@ class Daemon {
     const config = applicable(this.loaded.config, next.config, log);
     if (isDeepStrictEqual(config, this.loaded.config)) {
       await this.agent.reloadToken();
-      log.info('config unchanged; token file re-read');
+      log.info({ event: 'reload_unchanged' }, 'config unchanged; token file re-read');
       return;
     }
-    log.info('config changed: restarting the pipeline on it (in-flight requests drain first)');
+    log.info({ event: 'reload_restarting' }, 'config changed: restarting the pipeline on it (in-flight requests drain first)');
     await this.agent.close({ forReload: true });
     try {
       this.agent = await this.startAgent(config);
       this.loaded = { ...next, config };
       this.log = createLogger(config.log, this.io.stderr);
     } catch (err) {
-      log.error({ err: String(err) }, 'the new config could not start; going back to the old one');
+      log.error({ event: 'reload_start_failed', err: String(err) }, 'the new config could not start; going back to the old one');
       this.agent = await this.startAgent(this.loaded.config);
     }
   }
