@@ -2,6 +2,7 @@
 // request of a streak fails, INFO with the count by reason when an
 // acknowledgement ends it.
 import type { Logger } from '../log.js';
+import { MAX_SERVER_WAIT_MS } from '../sender/retry-policy.js';
 
 export class RetryStreak {
   private count = 0;
@@ -28,7 +29,7 @@ export class RetryStreak {
     if (this.warned.has(what)) return;
     this.warned.add(what);
     const why: Record<string, string> = {
-      ignored_wait: 'a 429 asked for a wait outside 0-900 s, in the past or unparseable: ignored, backing off instead',
+      ignored_wait: `a 429 asked for a wait outside 0-${MAX_SERVER_WAIT_MS / 1000} s, in the past or unparseable: ignored, backing off instead`,
       empty_body: 'an acknowledgement came with an empty body (the Events API answers with row counts); taken as acknowledged',
       accepted_under_wait: 'the API answered 202 although api.wait is true; taken as acknowledged',
     };

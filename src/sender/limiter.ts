@@ -14,7 +14,7 @@ export interface RateLimiter extends LongLived {
   /** Resolves when one request may start. */
   acquire(): Promise<void>;
   /**
-   * A 429 asked the budget to wait `ms` (at most 900 s). The sender pauses
+   * A 429 asked the budget to wait `ms` (at most MAX_SERVER_WAIT_MS). The sender pauses
    * itself; a shared budget also pauses every other agent of the budget.
    */
   pause(ms: number): void;

@@ -42,6 +42,7 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
+import { MAX_SERVER_WAIT_MS } from './retry-policy.js';
 
 export interface RedisBudgetOptions {
   url: string;
@@ -86,10 +87,14 @@ const RTT_BASELINE_DRIFT = 0.01;
 const KEY_IDLE_TTL_MS = 60_000;
 /** A slot more than this past the end of any pause means the budget key is broken (README "Deployment"). */
 export const BROKEN_AFTER_PAUSE_MS = 10_000;
-const BROKEN_AFTER_PAUSE_US = BROKEN_AFTER_PAUSE_MS * 1000;
-/** The longest pause a 429 may set for the fleet (900 s, the longest Retry-After honoured). */
-export const MAX_PAUSE_MS = 900_000;
+/**
+ * The longest pause a 429 may set for the fleet: the longest Retry-After
+ * honoured (retry-policy.ts). A pause key further ahead is broken. Passed to
+ * the scripts as an argument, so the bound lives in one place.
+ */
+export const MAX_PAUSE_MS = MAX_SERVER_WAIT_MS;
 const MAX_PAUSE_US = MAX_PAUSE_MS * 1000;
+const BROKEN_AFTER_PAUSE_US = BROKEN_AFTER_PAUSE_MS * 1000;
 
 /** The Redis key of a budget's shared pause. */
 export function pauseKey(budgetKey: string): string {
@@ -99,21 +104,34 @@ export function pauseKey(budgetKey: string): string {
 // KEYS[1] budget key; KEYS[2] its pause key (a 429's Retry-After, shared
 // by every agent of the budget); ARGV[1] spacing (µs); ARGV[2] key TTL (ms);
 // ARGV[3] first slot's delay when the key is new (µs); ARGV[4] 1 = repair a
-// broken key (at join). Returns the wait in µs from now until the reserved
-// slot, or -1 when the key is broken (not a number, or more than
-// BROKEN_AFTER_PAUSE_US past the end of any pause: someone or something
-// wrote it) and was left alone, or -2 when it was broken and reset.
+// broken key (at join); ARGV[5] MAX_PAUSE_MS and ARGV[6]
+// BROKEN_AFTER_PAUSE_MS, in µs. Returns the wait in µs from now until the
+// reserved slot, or -1 when a key is broken (not a number, a slot more than
+// BROKEN_AFTER_PAUSE_MS past the end of any pause, or a pause more than
+// MAX_PAUSE_MS away: someone or something wrote it) and was left alone, or
+// -2 when it was broken and reset. A pause read without that bound stalled a
+// fleet for as long as someone had set it (a day), silently.
 const RESERVE_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local pause = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+local repaired = false
+local rawPause = redis.call('GET', KEYS[2])
+local pause = 0
+if rawPause then
+  pause = tonumber(rawPause)
+  if pause == nil or pause > now + tonumber(ARGV[5]) then
+    if ARGV[4] ~= '1' then return -1 end
+    redis.call('DEL', KEYS[2])
+    pause = 0
+    repaired = true
+  end
+end
 local floor = math.max(now, pause)
 local raw = redis.call('GET', KEYS[1])
 local nxt = now + tonumber(ARGV[3])
-local repaired = false
 if raw then
   local cur = tonumber(raw)
-  if cur == nil or cur > floor + ${BROKEN_AFTER_PAUSE_US} then
+  if cur == nil or cur > floor + tonumber(ARGV[6]) then
     if ARGV[4] ~= '1' then return -1 end
     repaired = true
   else
@@ -126,14 +144,15 @@ if repaired then return -2 end
 return slot - now
 `;
 
-// KEYS[1] pause key; ARGV[1] pause length (µs, at most MAX_PAUSE_US).
-// The pause only ever moves later, and expires with itself.
+// KEYS[1] pause key; ARGV[1] pause length (µs); ARGV[2] MAX_PAUSE_MS (µs),
+// its bound. The pause only ever moves later, and expires with itself.
 const PAUSE_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local want = now + math.min(tonumber(ARGV[1]), ${MAX_PAUSE_US})
+local most = tonumber(ARGV[2])
+local want = now + math.min(tonumber(ARGV[1]), most)
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if cur > now + ${MAX_PAUSE_US} then cur = 0 end
+if cur > now + most then cur = 0 end
 if want > cur then
   redis.call('SET', KEYS[1], string.format('%d', want), 'PX', math.ceil((want - now) / 1000) + 1000)
 end
@@ -141,14 +160,14 @@ return 0
 `;
 
 type ReservingRedis = Redis & {
-  spoolshipReserve(key: string, pause: string, spacingUs: number, ttlMs: number, quietIfNewUs: number, repair: number): Promise<number>;
-  spoolshipPause(pause: string, pauseUs: number): Promise<number>;
+  spoolshipReserve(key: string, pause: string, spacingUs: number, ttlMs: number, quietIfNewUs: number, repair: number, maxPauseUs: number, brokenAfterUs: number): Promise<number>;
+  spoolshipPause(pause: string, pauseUs: number, maxPauseUs: number): Promise<number>;
 };
 
 /** The budget key holds nonsense or a slot absurdly far away. */
 export class BrokenBudgetError extends Error {
   constructor(key: string) {
-    super(`the budget key ${key} holds a slot more than ${BROKEN_AFTER_PAUSE_MS / 1000} s past any pause, or no number: someone or something wrote it`);
+    super(`the budget key ${key} holds a slot more than ${BROKEN_AFTER_PAUSE_MS / 1000} s past any pause, a pause more than ${MAX_PAUSE_MS / 1000} s away, or no number: someone or something wrote it`);
   }
 }
 
@@ -190,7 +209,7 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     await withTimeout(client.connect(), o.joinTimeoutMs);
     // Creates the key (with its quiet start) if needed, and resets a broken
     // one (README "Deployment"); reserves nothing.
-    const r = await client.spoolshipReserve(o.key, pause, 0, KEY_IDLE_TTL_MS, Math.round(o.quietIfNewMs * 1000), 1);
+    const r = await client.spoolshipReserve(o.key, pause, 0, KEY_IDLE_TTL_MS, Math.round(o.quietIfNewMs * 1000), 1, MAX_PAUSE_US, BROKEN_AFTER_PAUSE_US);
     repairedAtJoin = r === -2;
   } catch (err) {
     lose(err);
@@ -206,7 +225,7 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     const sentMs = performance.now();
     let waitUs: number;
     try {
-      waitUs = await client.spoolshipReserve(o.key, pause, spacingUs, KEY_IDLE_TTL_MS, 0, 0);
+      waitUs = await client.spoolshipReserve(o.key, pause, spacingUs, KEY_IDLE_TTL_MS, 0, 0, MAX_PAUSE_US, BROKEN_AFTER_PAUSE_US);
     } catch (err) {
       lose(err);
       throw lostError;
@@ -235,7 +254,7 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     repairedAtJoin,
     pause: async (ms: number) => {
       if (lostError) return;
-      await client.spoolshipPause(pause, Math.round(Math.min(ms, MAX_PAUSE_MS) * 1000)).catch(lose);
+      await client.spoolshipPause(pause, Math.round(Math.min(ms, MAX_PAUSE_MS) * 1000), MAX_PAUSE_US).catch(lose);
     },
     close: async () => {
       joined = false; // a deliberate close is no loss to report

@@ -159,6 +159,23 @@ describe('shared request budget over Redis', () => {
     expect(p.limiter.usingFallback).toBe(false);
   });
 
+  it('a pause key set a day ahead is broken the same way: never a day of silence (SPEC: a pause is at most 900 s)', async () => {
+    const id = uniqueId('poison-pause');
+    const p = await limiter(id, { fallbackRps: 50 });
+    await drive(p.limiter, 2);
+    const dayAheadUs = (Date.now() + 86_400_000) * 1000;
+    await redis.command('SET', `${budgetKey(id)}:pause`, String(dayAheadUs));
+    // Granted on the fallback at once, with the reason logged once.
+    await drive(p.limiter, 2);
+    expect(p.fallback).toContain(true);
+    expect(p.logs.filter((l) => (l as { event?: string }).event === 'budget_broken')).toHaveLength(1);
+    // The rejoin clears the broken pause; the shared budget is used again.
+    await waitFor(() => !p.limiter.usingFallback, 'the limiter to rejoin');
+    expect(await redis.command('GET', `${budgetKey(id)}:pause`)).toBeNull();
+    await drive(p.limiter, 2);
+    expect(p.limiter.usingFallback).toBe(false);
+  });
+
   it('a key holding nonsense is broken the same way', async () => {
     const id = uniqueId('nonsense');
     const p = await limiter(id);
