@@ -92,4 +92,31 @@ describe('SIGTERM (process)', () => {
     console.log(`[sigterm outage] ${JSON.stringify({ stopMs: [stop1.ms, stop2.ms], requests: t.emu.stats().requests_by_status, ...result })}`);
     expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
   });
+  it('during a SIGHUP reload that drains unanswered requests: exit 0 within shutdown_timeout_ms of the SIGTERM, the new pipeline never started', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
+    const timeoutMs = 3000;
+    const cfg = await writeConfig(dir, t, { shutdown_timeout_ms: timeoutMs });
+    mkdirSync(path.join(cfg.spoolDir, 'ev'), { recursive: true });
+    appendFileSync(path.join(cfg.spoolDir, 'ev', 'a.ndjson'), lines('h', 0, 500));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request left unanswered');
+    // A changed config: the reload drains the old pipeline (bounded by shutdown_timeout_ms).
+    await writeConfig(dir, t, { shutdown_timeout_ms: timeoutMs, batch: { linger_ms: 200 } });
+    p.child.kill('SIGHUP');
+    await waitFor(() => p.logs.some((l) => l.event === 'reloading'), 'the reload draining');
+    const stop = await sigterm(p);
+    expect(stop.code).toBe(0);
+    // Not the reload's drain and then a second whole timeout for a pipeline started meanwhile.
+    expect(stop.ms, 'SPEC section 1: exit within shutdown_timeout_ms').toBeLessThan(timeoutMs);
+    expect(p.logs.filter((l) => l.event === 'started'), 'no new pipeline started after the SIGTERM').toHaveLength(1);
+    // Nothing was stored; a restart against a healthy server sends every line once.
+    t.emu.setFaults([]);
+    const again = spawnAgent(cfg.configFile);
+    await again.started;
+    await waitFor(async () => (await checkDelivery(t, 'ev', 'h', 500)).missing === 0, 'every line after the restart');
+    expect((await sigterm(again)).code).toBe(0);
+    expect((await checkDelivery(t, 'ev', 'h', 500)).duplicates).toBe(0);
+  });
 });

@@ -45,6 +45,12 @@ class Daemon {
   private wakeExit: () => void = () => undefined;
   readonly stopped = new Promise<void>((resolve) => (this.wakeExit = resolve));
   private reloading: Promise<void> = Promise.resolve();
+  /**
+   * SIGTERM/SIGINT came: a reload under way starts no new pipeline after its
+   * drain (it used to, and the stop then waited a second whole
+   * shutdown_timeout_ms for it: ~50 s at the default, past Kubernetes' 30 s).
+   */
+  private stopRequested = false;
 
   constructor(
     private loaded: LoadedConfig,
@@ -78,7 +84,8 @@ class Daemon {
   }
 
   stop(signal: string): void {
-    this.log.info({ signal }, 'signal received');
+    this.log.info({ event: 'signal_received', signal }, 'signal received');
+    this.stopRequested = true;
     this.wakeExit();
   }
 
@@ -109,8 +116,12 @@ class Daemon {
       log.info({ event: 'reload_unchanged' }, 'config unchanged; token file re-read');
       return;
     }
+    if (this.stopRequested) return;
     log.info({ event: 'reload_restarting' }, 'config changed: restarting the pipeline on it (in-flight requests drain first)');
     await this.agent.close({ forReload: true });
+    // Stopping: the drain above was the stop's (the old pipeline's state is
+    // persisted); finish() closes the closed agent again, at once.
+    if (this.stopRequested) return;
     try {
       this.agent = await this.startAgent(config);
       this.loaded = { ...next, config };
