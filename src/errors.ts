@@ -117,6 +117,20 @@ export class PreconditionError extends SpoolshipError {
   }
 }
 
+/**
+ * Something other than the agent's own directory where it keeps one under
+ * state_dir (a symlink, a file): never followed, never cleared.
+ */
+export class StateLayoutError extends SpoolshipError {
+  constructor(file: string, what: string) {
+    super(
+      'SPOOLSHIP_ERR_STATE_LAYOUT',
+      `${file} is ${what}: the agent keeps its own directory there and never follows a link in state_dir (clearing it would delete what the link points to); move it away and start again`,
+      EXIT_USAGE,
+    );
+  }
+}
+
 export class FatalIoError extends SpoolshipError {
   constructor(message: string, cause: unknown) {
     super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
-import { ConfigError, StateDirLostError } from '../errors.js';
+import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -226,8 +226,11 @@ export class Agent {
     if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     await completeQueuedIntents(this.store, this.queue);
     // Left by a crash between a spill file's open and its unlink (held-bodies.ts). A
-    // directory that cannot be prepared is reported by the first spill that fails.
-    await HeldBodies.prepare(spillDir(c.state_dir)).catch(() => undefined);
+    // directory that cannot be prepared is reported by the first spill that
+    // fails; a link or a file in its place ends the start (exit 2).
+    await HeldBodies.prepare(spillDir(c.state_dir)).catch((err: unknown) => {
+      if (err instanceof StateLayoutError) throw err;
+    });
   }
 
   /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */

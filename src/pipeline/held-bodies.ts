@@ -17,7 +17,8 @@
 // one WARN per episode. The files have no names once open, so a crash leaves
 // nothing behind but the instant between open and unlink; `prepare` clears
 // the directory at start, under the state lock.
-import { mkdir, open, readdir, rm, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readlink, rm, unlink } from 'node:fs/promises';
+import { StateLayoutError } from '../errors.js';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { SpilledBody, type Body } from '../sender/body.js';
@@ -61,6 +62,14 @@ export class HeldBodies {
 
   /** Empty (or create) the spill directory: files left by a crash between open and unlink. */
   static async prepare(dir: string): Promise<void> {
+    // Never through a link: state_dir/spill pointing at someone's directory
+    // had its files deleted by the clearing below.
+    const st = await lstat(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (st?.isSymbolicLink()) throw new StateLayoutError(dir, `a symlink (to ${await readlink(dir).catch(() => '?')})`);
+    if (st && !st.isDirectory()) throw new StateLayoutError(dir, 'not a directory');
     await mkdir(dir, { recursive: true, mode: 0o700 });
     for (const name of await readdir(dir)) await rm(path.join(dir, name), { force: true, recursive: true });
   }

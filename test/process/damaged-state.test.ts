@@ -2,7 +2,7 @@
 // both checkpoints damaged, and a checkpoint of the previous format. The
 // agent reports damage as an ERROR naming the file, falls back to what is
 // intact, and never skips a line or sends a fragment.
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
@@ -166,5 +166,24 @@ describe('a damaged queue record (process)', () => {
     expect(lost).toBe(50);
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
+  });
+});
+
+describe('what the agent owns under state_dir (process)', () => {
+  it('state_dir/spill as a symlink: exit 2 naming it, and the files it points to are left alone', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t);
+    const precious = path.join(dir, 'precious');
+    mkdirSync(precious);
+    writeFileSync(path.join(precious, 'keep.txt'), 'user data');
+    mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+    symlinkSync(precious, path.join(cfg.stateDir, 'spill'));
+    const p = spawnAgent(cfg.configFile);
+    const exit = await p.exited;
+    expect(exit.code).toBe(2);
+    expect(readdirSync(precious), 'nothing deleted through the link').toEqual(['keep.txt']);
+    expect(p.stderr).toContain(path.join(cfg.stateDir, 'spill'));
+    expect(p.stderr).toContain('is a symlink');
   });
 });
