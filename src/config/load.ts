@@ -1,7 +1,7 @@
 // loadConfig: locate -> read -> parse -> interpolate -> env overrides ->
 // defaults + validation -> cross-checks -> freeze. Every problem found on the
 // way is collected into one ConfigError, so a user fixes a file in one pass.
-import { readFileSync } from 'node:fs';
+import { MAX_CONFIG_FILE_BYTES, readRegularFileSync, UnreadableFileError } from '../util/bounded-read.js';
 import path from 'node:path';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import { crossCheck } from './cross-checks.js';
@@ -68,10 +68,16 @@ export const TOKEN_KEYS = ['api.token', 'clusters.token'] as const;
 function readConfigFile(file: string, env: NodeJS.ProcessEnv): { tree: unknown; pending: ConfigProblem[]; referenced: Set<string> } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegularFileSync(file, MAX_CONFIG_FILE_BYTES).toString('utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new ConfigError([{ path: file, value: code, why: 'cannot read the config file; check its permissions' }], file);
+    const why =
+      err instanceof UnreadableFileError
+        ? err.code === 'EFBIG'
+          ? `the config file is larger than ${MAX_CONFIG_FILE_BYTES} bytes; point -c at the YAML config`
+          : 'the config file is not a regular file (a FIFO, a device, a directory); point -c at the YAML config'
+        : 'cannot read the config file; check its permissions';
+    throw new ConfigError([{ path: file, value: code, why }], file);
   }
   const { doc, problems } = parseYaml(text, file);
   if (!doc) throw new ConfigError(problems, file);

@@ -1,6 +1,7 @@
 // The API token: from api.token, or from api.token_file, which is re-read on
 // SIGHUP and whenever its modification time or size changes (polled, because
 // a Kubernetes Secret update swaps a symlink and inotify misses it).
+import { MAX_SECRET_FILE_BYTES, readRegularFile } from '../util/bounded-read.js';
 import { promises as fsp } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -46,7 +47,8 @@ export class TokenSource implements LongLived {
       const st = await fsp.stat(this.file);
       stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
       if (stamp === this.stamp) return false;
-      text = (await fsp.readFile(this.file, 'utf8')).trim();
+      // Non-blocking and bounded: a FIFO here blocked the process, a device filled memory.
+      text = (await readRegularFile(this.file, MAX_SECRET_FILE_BYTES)).toString('utf8').trim();
     } catch (err) {
       if (this.value === '') {
         throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'}); create it or fix the path` }]);

@@ -86,7 +86,8 @@ const command: Command = {
       baseUrl = embedded.url;
       token = embedded.token;
     } else if (c.api.token_file) {
-      token = (await import('node:fs')).readFileSync(c.api.token_file, 'utf8').trim();
+      const { readRegularFile, MAX_SECRET_FILE_BYTES } = await import('../../util/bounded-read.js');
+      token = (await readRegularFile(c.api.token_file, MAX_SECRET_FILE_BYTES)).toString('utf8').trim();
     }
     if (!token) throw new UsageError('no API token: set api.token (or SPOOLSHIP_TOKEN), or api.token_file');
     const deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(), () => undefined);
