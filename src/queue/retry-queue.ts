@@ -19,7 +19,9 @@
 //   ranges still have the CRCs kept with the queued batch (state store), and
 //   counts them in spoolship_lines_lost_total otherwise.
 // - A segment is deleted once every record in it is acknowledged and it is no
-//   longer the one being written.
+//   longer the one being written; acks.log is rewritten (atomically) with the
+//   acks of records still on disk when it holds ACKS_COMPACT_MIN records and
+//   twice as many as there are records on disk, and at every open.
 // - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
 //   whether a batch fits, and callers keep the batch in memory (and the
 //   tailer waits) when it does not.
@@ -74,15 +76,19 @@ export class RetryQueue implements LongLived {
   private live = 0;
   /** Appends, acks and segment changes run one at a time (offsets are assigned from writeSize). */
   private chain: Promise<unknown> = Promise.resolve();
+  /** Ack records in acks.log now (see ACKS_COMPACT_MIN). */
+  private ackRecords = 0;
 
   private constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
     private readonly onCorrupt: (what: string) => void,
+    private readonly segmentBytes: number,
   ) {}
 
-  static async open(dir: string, maxBytes: number, onCorrupt: (what: string) => void): Promise<RetryQueue> {
-    const q = new RetryQueue(dir, maxBytes, onCorrupt);
+  /** `segmentBytes`: SEGMENT_BYTES (tests make it small, to cycle segments). */
+  static async open(dir: string, maxBytes: number, onCorrupt: (what: string) => void, segmentBytes = SEGMENT_BYTES): Promise<RetryQueue> {
+    const q = new RetryQueue(dir, maxBytes, onCorrupt, segmentBytes);
     await q.load();
     return q;
   }
@@ -142,7 +148,7 @@ export class RetryQueue implements LongLived {
     // during outages.
     const prefix = encodeRecordPrefix(header, body);
     const recLen = prefix.length + body.length;
-    if (!this.writeFh || this.writeSize + recLen > SEGMENT_BYTES) await this.rollSegment();
+    if (!this.writeFh || this.writeSize + recLen > this.segmentBytes) await this.rollSegment();
     const off = this.writeSize;
     if (shouldCrash('queue-write')) {
       // Test crash point: die with half of the record written.
@@ -238,11 +244,20 @@ export class RetryQueue implements LongLived {
     if (!e || e.acked) return;
     await this.acksFh!.write(encodeAck(ref));
     await this.acksFh!.sync();
+    this.ackRecords++;
     e.acked = true;
     e.leased = false;
     this.totalBytes -= e.len;
     this.live--;
     await this.dropDoneSegments();
+    // The acks of dropped segments are dead weight: through a long outage in
+    // which the queue keeps cycling, acks.log grew without bound (it was
+    // compacted only at start).
+    if (this.ackRecords > Math.max(ACKS_COMPACT_MIN, 2 * this.entries.length)) {
+      await this.acksFh?.close();
+      this.acksFh = null;
+      await this.rewriteAcks();
+    }
   }
 
   /** Every append and ack resolved is already fsync'd: closing writes nothing. */
@@ -354,6 +369,7 @@ export class RetryQueue implements LongLived {
   private async rewriteAcks(): Promise<void> {
     const file = path.join(this.dir, ACKS_FILE);
     const keep = this.entries.filter((e) => e.acked).map((e) => encodeAck(e));
+    this.ackRecords = keep.length;
     const tmp = `${file}.tmp`;
     await fsp.writeFile(tmp, Buffer.concat(keep));
     const fh = await fsp.open(tmp, 'r+');
@@ -364,6 +380,9 @@ export class RetryQueue implements LongLived {
     this.acksFh = await fsp.open(file, 'a');
   }
 }
+
+/** acks.log is rewritten once it holds this many records and twice as many as records on disk. */
+export const ACKS_COMPACT_MIN = 1024;
 
 /** Positional write of `bufs` back to back from `off`, looping over short writes. */
 async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): Promise<void> {

@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RetryQueue, SEGMENT_BYTES, type QueuedHeader } from '../../src/queue/retry-queue.js';
+import { ACKS_COMPACT_MIN, RetryQueue, SEGMENT_BYTES, type QueuedHeader } from '../../src/queue/retry-queue.js';
 import { readQueueRecords } from '../../src/report/queue-reader.js';
 
 const dirs: string[] = [];
@@ -17,6 +17,28 @@ async function qdir(): Promise<string> {
 const header = (id: number): QueuedHeader => ({ id, ds: 'ds', encoding: 'zstd', rawLen: 100, lines: 3, queuedAt: 1000 + id });
 
 describe('RetryQueue', () => {
+  it('keeps acks.log bounded while the queue keeps cycling (a long outage), and stays consistent across a reopen', async () => {
+    const dir = await qdir();
+    // Small segments: records cycle through many of them, as days of an outage would through 64 MiB ones.
+    const q = await RetryQueue.open(dir, 1 << 30, () => undefined, 4096);
+    const sizes: number[] = [];
+    for (let i = 1; i <= 5 * ACKS_COMPACT_MIN; i++) {
+      await q.append(header(i), Buffer.alloc(200, i % 251));
+      const r = await q.take();
+      await q.ack(r!.ref);
+      if (i % ACKS_COMPACT_MIN === 0) sizes.push((await stat(path.join(dir, 'acks.log'))).size);
+    }
+    await q.append(header(999_999), Buffer.from('left'));
+    await q.close();
+    // Each ack is a few dozen bytes: never far past ACKS_COMPACT_MIN of them.
+    const oneAck = sizes[0]! / ACKS_COMPACT_MIN;
+    expect(Math.max(...sizes), `acks.log sizes ${sizes.join(', ')}`).toBeLessThanOrEqual(2 * ACKS_COMPACT_MIN * oneAck + 64);
+    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, 4096);
+    expect(again.batches).toBe(1);
+    expect((await again.take())?.header.id).toBe(999_999);
+    await again.close();
+  });
+
   it('keeps records across reopen, hands them out oldest first with the exact bytes, and forgets acknowledged ones', async () => {
     const dir = await qdir();
     const corrupt: string[] = [];
