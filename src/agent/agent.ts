@@ -306,6 +306,7 @@ export class Agent {
       log: this.deps.log,
       clock: this.clock,
       pathOf: (k) => this.pathOf(k),
+      sender: this.sender,
       onFatal: (err) => this.fatal(err),
     });
   }
@@ -375,7 +376,10 @@ export class Agent {
       log,
       onChange: () => this.queueReport.update(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
-      onDelivered: (id) => this.store.completeQueued(id),
+      onDelivered: (id) => {
+        this.store.completeQueued(id);
+        this.sender.forget(id);
+      },
       keepPieces: (id, pieces) => this.pipeline.keepPieces(id, pieces),
       writes: this.acker,
       onFatal: (err) => this.fatal(err),

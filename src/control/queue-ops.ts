@@ -196,6 +196,7 @@ export class QueueOps {
     await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
+    this.d.sender.forget(header.id);
     await this.d.writes.retryStateWrite(() => store.flush());
     await this.d.writes.retryStateWrite(() => queue.ack(ref));
     this.d.onQueueChange();

@@ -297,6 +297,7 @@ export class Pipeline implements LongLived {
   private async queuePieces(batch: ClosedBatch, pieces: Part[]): Promise<void> {
     if (!(await this.keepPieces(batch.id, pieces))) return;
     await this.retryStateWrite(async () => void this.o.store.completeBatch(batch.id));
+    this.o.sender.forget(batch.id);
     this.o.onQueued();
   }
 

@@ -52,6 +52,8 @@ export class Resender implements LongLived {
       clock: Clock;
       /** The path of a file key of the state (the state's, or the tailer's). */
       pathOf: (key: string) => string | undefined;
+      /** A damaged queue record's batch is gone: its delivery history goes too. */
+      sender: { forget(id: number): void };
       onFatal: (err: unknown) => void;
     },
   ) {}
@@ -130,6 +132,7 @@ export class Resender implements LongLived {
       const where = { event: 'queue_corrupt', datasource: q.ds, batch: q.id, lines: q.lines, ranges: ranges.map((r) => [this.o.pathOf(r.file) ?? r.file, r.start, r.end]) };
       if (!intact) {
         store.completeQueued(q.id);
+        this.o.sender.forget(q.id);
         metrics.linesLost.inc({ datasource: q.ds, reason: 'queue_corrupt' }, q.lines);
         log.error({ ...where, recovered: false }, 'a queue record is damaged and its lines are no longer the same in the spool (or gone): these lines are lost');
         continue;
@@ -137,6 +140,7 @@ export class Resender implements LongLived {
       // The resend's intent keeps the queued CRCs: a crash before it is acknowledged re-forms it only from the same bytes.
       const info = await this.o.writes.retryStateWrite(() => store.recordResend(q.ds, q.ranges.map(({ crc, ...r }) => (crc === null ? r : { ...r, crc })), q.lines));
       store.completeQueued(q.id);
+      this.o.sender.forget(q.id);
       log.error({ ...where, recovered: true }, 'a queue record is damaged; its lines are read again from the spool (unchanged since they were queued) and sent');
       const r = await reformBatch(info.ranges, this.o.pathOf, metaOf);
       await this.o.sink.waitForRoom();

@@ -404,6 +404,16 @@ export class Sender implements LongLived {
   }
 
   /**
+   * The batch is gone for good without a delivery of its own ending 'done'
+   * (cut into queued pieces, moved by an operator, its queue record
+   * damaged): its history goes too. Each such id stayed in the map for the
+   * life of the process.
+   */
+  forget(id: number): void {
+    this.histories.delete(id);
+  }
+
+  /**
    * `spoolship queue dead-letter`: the batch being delivered stops waiting;
    * what of it is not yet acknowledged goes to the dead-letter store (reason
    * `operator`), and its delivery ends 'done'. A request on the wire is

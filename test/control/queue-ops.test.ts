@@ -11,6 +11,7 @@ const body = Buffer.from('{"a":1}\n');
 
 function parts(o: { onItsWayToQueue: boolean }) {
   const moved: Array<{ id: number; raw: string }> = [];
+  const forgotten: number[] = [];
   let listed = 0;
   const deps = {
     sender: {
@@ -21,6 +22,7 @@ function parts(o: { onItsWayToQueue: boolean }) {
       // No longer being delivered by the time its turn comes.
       release: () => null,
       operatorMoved: () => undefined,
+      forget: (id: number) => forgotten.push(id),
     },
     queue: {
       // First for the listing (the batch is held, not queued); then the record
@@ -43,12 +45,12 @@ function parts(o: { onItsWayToQueue: boolean }) {
     deadLetterMaxBytes: 1_000_000,
     status: async () => null,
   } as unknown as QueueOpsDeps;
-  return { ops: new QueueOps(deps), moved, clock: deps.clock as ManualClock };
+  return { ops: new QueueOps(deps), moved, forgotten, clock: deps.clock as ManualClock };
 }
 
 describe('QueueOps.move', () => {
   it('a held batch deferred to the disk queue before its turn is found there and moved, not reported moved with 0 lines', async () => {
-    const { ops, moved, clock } = parts({ onItsWayToQueue: true });
+    const { ops, moved, forgotten, clock } = parts({ onItsWayToQueue: true });
     let settled = false;
     const answer = ops.handle({ op: 'queue_dead_letter', ids: [], datasource: 'ev' }).finally(() => (settled = true));
     // The move polls (on the clock) while the record is not yet in the queue.
@@ -58,6 +60,7 @@ describe('QueueOps.move', () => {
     }
     expect(await answer).toMatchObject({ ok: true, moved_batches: 1, moved_lines: 2 });
     expect(moved).toEqual([{ id: 5, raw: body.toString() }]);
+    expect(forgotten, 'the sender forgets the moved batch').toEqual([5]);
   });
 
   it('a held batch acknowledged meanwhile (no intent, no record) moves nothing: 0 lines', async () => {
