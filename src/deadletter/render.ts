@@ -1,5 +1,6 @@
 // Human output of `dead-letter list` and `dead-letter replay`.
 import { renderTable, type Cell } from '../clusters/table.js';
+import { printable } from '../util/printable.js';
 import type { ReplaySummary } from './replay.js';
 import type { StopReason } from './replay-sender.js';
 import type { DeadLetterRecord } from './store.js';
@@ -9,8 +10,7 @@ const PREVIEW_CHARS = 60;
 /** One line of text, control characters escaped, cut at PREVIEW_CHARS. */
 export function preview(rec: DeadLetterRecord): string {
   const text = rec.line !== undefined ? rec.line : `base64:${rec.line_base64 ?? ''}`;
-  // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\t' ? '\\t' : c === '\r' ? '\\r' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  const flat = printable(text);
   return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
 }
 
@@ -20,7 +20,7 @@ export function renderList(records: readonly DeadLetterRecord[], opts: { color: 
     r.datasource,
     { text: r.reason, color: r.reason === 'rejected' ? 'yellow' : undefined },
     r.status === null ? '-' : String(r.status),
-    r.file === null ? '-' : `${r.file}:${r.offset ?? '?'}`,
+    r.file === null ? '-' : `${printable(r.file)}:${r.offset ?? '?'}`,
     String(r.bytes),
     { text: preview(r), color: r.line === undefined ? 'dim' : undefined },
   ]);

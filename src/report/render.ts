@@ -2,6 +2,7 @@
 // per Data Source totals, one per file. Sizes in decimal units (as the
 // config's KB/MB), exact numbers stay in --json.
 import { renderTable, type Cell } from '../clusters/table.js';
+import { printable } from '../util/printable.js';
 import type { StatusReport } from './report.js';
 
 export function humanBytes(n: number | null): string {
@@ -24,13 +25,13 @@ function count(n: number | null): string {
 export function describeSource(r: StatusReport): string {
   const a = r.agent;
   if (r.source === 'agent') {
-    const ready = a.ready ? 'ready' : `NOT ready (${a.reasons.join(', ')})`;
+    const ready = a.ready ? 'ready' : `NOT ready (${printable(a.reasons.join(', '))})`;
     // No admin endpoint: the report came through the control socket (collect.ts).
     const where = a.admin_url === null ? 'through its control socket' : `at ${a.admin_url}/status`;
-    return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${a.api}`;
+    return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${printable(String(a.api))}`;
   }
-  const running = a.running ? `agent running (pid ${a.pid}), but ${a.admin_error}` : `agent not running (${a.admin_error ?? 'no admin endpoint'})`;
-  return `source: state_dir ${r.state_dir}, read from disk; ${running}`;
+  const running = a.running ? `agent running (pid ${a.pid}), but ${printable(String(a.admin_error))}` : `agent not running (${printable(a.admin_error ?? 'no admin endpoint')})`;
+  return `source: state_dir ${printable(r.state_dir)}, read from disk; ${running}`;
 }
 
 export function renderStatus(r: StatusReport, opts: { color: boolean }): string {
@@ -40,8 +41,8 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
   const active = r.source === 'agent' ? `batches in progress: ${r.batches_active}` : `batches to resend at the next start: ${r.batches_active}`;
   const inFlight = r.in_flight === null ? '' : `; requests in flight: ${r.in_flight}`;
   out.push(`retry queue: ${r.queue.batches} batches, ${humanBytes(r.queue.bytes)}; ${active}${inFlight}`);
-  if (r.spool?.missing) out.push(`warning: spool.dir ${r.spool.dir} does not exist (it is picked up when it appears)`);
-  for (const dir of r.spool?.skipped_dirs ?? []) out.push(`warning: ${dir} is skipped: not a valid Data Source name`);
+  if (r.spool?.missing) out.push(`warning: spool.dir ${printable(r.spool.dir)} does not exist (it is picked up when it appears)`);
+  for (const dir of r.spool?.skipped_dirs ?? []) out.push(`warning: ${printable(dir)} is skipped: not a valid Data Source name`);
   out.push('');
   if (r.datasources.length === 0) {
     out.push('no Data Sources yet: no spool file has been tracked');
@@ -56,14 +57,14 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
     { text: humanBytes(d.bytes_behind), color: d.bytes_behind > 0 ? 'yellow' : undefined },
     // Older agents (an upgrade under way) send no per-Data-Source queue.
     d.queue === undefined ? '-' : String(d.queue.batches),
-    { text: d.last_error ?? '-', color: d.last_error ? 'yellow' : undefined },
-    { text: d.parked ?? '-', color: d.parked ? 'red' : undefined },
+    { text: d.last_error ? printable(d.last_error) : '-', color: d.last_error ? 'yellow' : undefined },
+    { text: d.parked ? printable(d.parked) : '-', color: d.parked ? 'red' : undefined },
   ]);
   out.push(renderTable(['DATASOURCE', 'LINES READ', 'LINES ACKED', 'READ', 'COMMITTED', 'BEHIND', 'QUEUED', 'LAST ERROR', 'PARKED'], dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5, 6]) }));
   const fileRows = r.datasources.flatMap((d) =>
     d.files.map((f): Array<string | Cell> => [
       d.datasource,
-      f.path,
+      printable(f.path),
       f.size === null ? { text: 'gone', color: 'dim' } : humanBytes(f.size),
       humanBytes(f.read),
       humanBytes(f.committed),

@@ -335,3 +335,23 @@ describe('commands that never use the token', () => {
     }
   });
 });
+
+describe('status shows names as text', () => {
+  it('escapes control characters (ESC, BEL, CR, LF) of file and directory names, as logs and dead-letter list do', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const hostile = path.join(dir, 'spool', 'app', 'x\u001b[2J\u0007\r\nfake.ndjson');
+    await writeLines(hostile, ['{"a":1}']);
+    await mkdir(path.join(dir, 'spool', 'bad\u001b[31mdir'), { recursive: true });
+    const { stop } = await startAgent(configFor(dir, emu, { admin: { listen: '' } }));
+    await waitFor(() => rows(emu, dir, 'app').length === 1, 'the line');
+    await stop();
+    const cfg = await writeConfig(dir, emu, { admin: { listen: '' } });
+    const r = await runCli(['status', '-c', cfg], dir);
+    expect(r.code).toBe(0);
+    // eslint-disable-next-line no-control-regex
+    expect(r.stdout.match(/[\u0000-\u0008\u000b-\u001f\u007f]/g), 'raw control characters in the table').toBeNull();
+    expect(r.stdout).toContain('x\\u001b[2J\\u0007\\r\\nfake.ndjson');
+    expect(r.stdout).toContain('bad\\u001b[31mdir');
+  });
+});
