@@ -3,13 +3,13 @@
 // read back byte for byte. Real files; the disk-full case on a real tmpfs
 // (needs mount(2): tests run as root on Linux, CI too; without it the test
 // fails saying so).
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HeldBodies } from '../../src/pipeline/held-bodies.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 import { bodyBytes, SpilledBody, type Body } from '../../src/sender/body.js';
 import { onCleanup, tempDir } from './helpers.js';
 
@@ -107,12 +107,8 @@ describe('HeldBodies', () => {
   it('a full file system leaves bodies in memory, with one WARN, and spills again once there is room (real tmpfs)', async () => {
     const dir = path.join(await tempDir(), 'spill');
     mkdirSync(dir);
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
-    } catch (err) {
-      throw new Error(`cannot run: mounting a tmpfs failed (${String((err as { stderr?: Buffer }).stderr ?? err).trim()}); this test needs root (CAP_SYS_ADMIN) on Linux`);
-    }
-    onCleanup(async () => execFileSync('umount', ['-l', dir]));
+    const unmount = mountTmpfs(dir, '1m');
+    onCleanup(async () => unmount());
     const { log, events } = logs();
     const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
     const big = [random(1_500_000, 6), random(1_500_000, 7)];

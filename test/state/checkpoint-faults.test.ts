@@ -2,7 +2,6 @@
 // checkpoint that fails half-way leaves (state/store.ts checkpoint()): the
 // next start, as after a kill -9, must find every batch still under way
 // where it was, and nothing acknowledged sent again.
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +11,7 @@ import type { FileMeta } from '../../src/state/journal.js';
 import { DEAD_LETTER_OWNER } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
 import { relocateFiles } from '../../src/spool/relocate.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -79,12 +79,7 @@ describe('checkpoints at awkward moments', () => {
   it('a checkpoint failing on a full disk while it closes the old journal loses no acknowledgement and leaks no descriptor (real tmpfs)', async () => {
     const dir = path.join(await tempDir(), 'state');
     mkdirSync(dir);
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
-    } catch (err) {
-      throw new Error(`cannot run: mounting a tmpfs failed (${String((err as { stderr?: Buffer }).stderr ?? err).trim()}); this test needs root (CAP_SYS_ADMIN) on Linux`);
-    }
-    cleanups.push(() => execFileSync('umount', ['-l', dir]));
+    cleanups.push(mountTmpfs(dir, '256k'));
     const s = await open(dir);
     s.trackFile(meta('a', 1), 0);
     const ids = Array.from({ length: 40 }, () => s.newBatchId());
