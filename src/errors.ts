@@ -48,6 +48,8 @@ export function formatProblem(p: ConfigProblem): string {
   let shown: string;
   if (p.value === undefined) shown = '(missing)';
   else if (typeof p.value === 'string') shown = JSON.stringify(p.value);
+  // JSON would show Infinity (YAML's 1e400) and NaN as null.
+  else if (typeof p.value === 'number' && !Number.isFinite(p.value)) shown = String(p.value);
   else {
     try {
       shown = JSON.stringify(p.value) ?? String(p.value);

@@ -46,6 +46,12 @@ describe('validation', () => {
     ]);
   });
 
+  it('a number too large for a double (1e400) is refused and shown as what it became, not as null', () => {
+    const { run } = loadYaml(['api:', '  timeout_ms: 1e400'].join('\n'));
+    const lines = problemsOf(run).lines.filter((l) => l.startsWith('api.timeout_ms'));
+    expect(lines).toEqual([expect.stringMatching(/^api\.timeout_ms: Infinity: /)]);
+  });
+
   it('an unknown key is one problem, even when its value uses an unset ${VAR}', () => {
     const { lines } = problemsOf(loadYaml('api:\n  tokne: ${SPOOLSHIP_TOKEN}\n').run);
     expect(lines).toEqual(['api.tokne: "${SPOOLSHIP_TOKEN}": unknown key; did you mean api.token?']);
