@@ -32,6 +32,7 @@ export class RetryStreak {
       ignored_wait: `a 429 asked for a wait outside 0-${MAX_SERVER_WAIT_MS / 1000} s, in the past or unparseable: ignored, backing off instead`,
       empty_body: 'an acknowledgement came with an empty body (the Events API answers with row counts); taken as acknowledged',
       accepted_under_wait: 'the API answered 202 although api.wait is true; taken as acknowledged',
+      counts_mismatch: 'an acknowledgement counted rows that do not add up to the lines sent (successful_rows + quarantined_rows); taken as acknowledged, the counts ignored',
     };
     this.log().warn({ event: `odd_answer_${what}`, datasource: ds, detail }, why[what] ?? what);
   }

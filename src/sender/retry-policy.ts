@@ -24,10 +24,10 @@ export type BudgetParkReason = 'token_rejected' | 'workspace_not_found' | 'unexp
 export type ParkReason = BudgetParkReason | 'bad_request' | 'disk_full' | 'state_dir_unwritable';
 
 /** Something odd about an acknowledgement, worth one WARN (not per request). */
-export type AckOddity = 'empty_body' | 'accepted_under_wait';
+export type AckOddity = 'empty_body' | 'accepted_under_wait' | 'counts_mismatch';
 
 export type Verdict =
-  | { kind: 'ack'; quarantinedRows: number; oddity: AckOddity | null }
+  | { kind: 'ack'; quarantinedRows: number; oddity: AckOddity | null; rows?: RowCounts }
   | {
       kind: 'retry';
       afterMs: number;
@@ -173,6 +173,29 @@ function acknowledgement(outcome: Extract<SendOutcome, { kind: 'response' }>, wa
     const type = outcome.contentType ?? 'no content-type';
     return { kind: 'park', reason: 'unexpected_response', detail: `HTTP ${outcome.status} with a body that is not the Events API's (${type}); check api.base_url` };
   }
-  const q = (parsed as { quarantined_rows?: unknown }).quarantined_rows;
-  return { kind: 'ack', quarantinedRows: typeof q === 'number' && Number.isSafeInteger(q) && q > 0 ? q : 0, oddity };
+  const { successful_rows: s, quarantined_rows: q } = parsed as { successful_rows?: unknown; quarantined_rows?: unknown };
+  // A 202 answers before the rows are counted: its counts say nothing.
+  const rows = outcome.status === 200 && (s !== undefined || q !== undefined) ? { successful: s, quarantined: q } : undefined;
+  return { kind: 'ack', quarantinedRows: typeof q === 'number' && Number.isSafeInteger(q) && q > 0 ? q : 0, oddity, ...(rows ? { rows } : {}) };
+}
+
+/** The row counts of a 200, as the server sent them. */
+export interface RowCounts {
+  successful: unknown;
+  quarantined: unknown;
+}
+
+/**
+ * Do the counts of a 200 add up to the `lines` sent? They are the platform's
+ * own (successful_rows + quarantined_rows = the rows of the request); others
+ * (5000 for 5 lines, -5, 1e300) are a WARN, never a reason to resend or
+ * lose lines, and only a quarantine count within the lines sent is counted.
+ */
+export function judgeRowCounts(rows: RowCounts | undefined, lines: number): { quarantined: number; mismatch: string | null } {
+  if (!rows) return { quarantined: 0, mismatch: null };
+  const sane = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= lines;
+  const q = rows.quarantined ?? 0;
+  const quarantined = sane(q) ? q : 0;
+  const adds = sane(q) && (rows.successful === undefined || (sane(rows.successful) && rows.successful + q === lines));
+  return { quarantined, mismatch: adds ? null : `successful_rows ${String(rows.successful)}, quarantined_rows ${String(rows.quarantined)} for ${lines} lines sent` };
 }

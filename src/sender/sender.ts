@@ -21,7 +21,7 @@ import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
 import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
-import { classify, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
+import { classify, judgeRowCounts, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
 
 /** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
 export const PROBE_BUDGET = 64;
@@ -597,7 +597,9 @@ export class Sender implements LongLived {
       this.narrow(false);
       if (ctx.holdsDsProbe) this.dsPark(part.ds).unpark();
       if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
-      hooks.onAck(part.ds, part.lines, part.rawLen, v.quarantinedRows);
+      const counts = judgeRowCounts(v.rows, part.lines);
+      if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
+      hooks.onAck(part.ds, part.lines, part.rawLen, v.rows ? counts.quarantined : v.quarantinedRows);
       return null;
     }
     if (v.kind === 'dead_letter') {

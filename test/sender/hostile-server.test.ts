@@ -169,6 +169,18 @@ describe('Sender against answers the Events API never gives', () => {
     expect(s.parks).toEqual([]);
   });
 
+  it('row counts that do not add up to the lines sent (5000 for 5, -5, 1e300) acknowledge, with one WARN, and count no absurd quarantine', async () => {
+    const s = await scripted([
+      { status: 200, body: '{"successful_rows":5000,"quarantined_rows":0}' },
+      { status: 200, body: '{"successful_rows":10,"quarantined_rows":-5}' },
+      { status: 200, body: '{"successful_rows":0,"quarantined_rows":1e300}' },
+      { status: 200, body: '{"successful_rows":3,"quarantined_rows":2}' },
+    ]);
+    for (let i = 0; i < 4; i++) expect(await s.sender.deliver(s.batch(5))).toBe('done');
+    expect(s.odd, 'each odd count is reported (the log warns once per run)').toEqual(['counts_mismatch', 'counts_mismatch', 'counts_mismatch']);
+    expect(s.acks.map((a) => a.quarantined), 'only a count within the lines sent reaches spoolship_rows_quarantined_total').toEqual([0, 0, 0, 2]);
+  });
+
   it('a 200 whose first 64 KiB are one JSON object and then only whitespace: an acknowledgement, its quarantined_rows counted', async () => {
     const url = await serve((req, res) => {
       req.resume();
@@ -184,6 +196,7 @@ describe('Sender against answers the Events API never gives', () => {
       kind: 'ack',
       quarantinedRows: 2,
       oddity: null,
+      rows: { successful: 1, quarantined: 2 },
     });
   });
 
