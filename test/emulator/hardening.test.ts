@@ -141,3 +141,25 @@ describe('authentication comes first', () => {
     expect(emu.clusters.requests()).toEqual([expect.objectContaining({ method: 'PUT', status: 403, body: null })]);
   });
 });
+
+describe('connections', () => {
+  it('bounds connections that never finish their request: beyond twice the platform limit they are dropped', async () => {
+    const emu = await startEmu({ maxConnections: 10 });
+    const { hostname, port } = new URL(emu.url);
+    const net = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    let closedByServer = 0;
+    for (let i = 0; i < 40; i++) {
+      const s = net.connect(Number(port), hostname);
+      s.on('error', () => undefined);
+      s.on('close', () => closedByServer++);
+      // Headers and a promise of 1,000 bytes, then 10: a request held open.
+      s.write(`POST /v0/events?name=ev HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${emu.token}\r\ncontent-length: 1000\r\n\r\n{"a":1}\n`);
+      sockets.push(s);
+    }
+    const deadline = Date.now() + 10_000;
+    while (closedByServer < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const s of sockets) s.destroy();
+    expect(closedByServer, 'connections past 2 x maxConnections (20) dropped').toBeGreaterThanOrEqual(20);
+  });
+});
