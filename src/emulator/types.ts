@@ -73,7 +73,7 @@ export interface EventsRequestRecord {
   /**
    * SHA-1 (hex) of the body as received, and of it decoded (null when not
    * read or not decoded). Two requests with the same decoded body and other
-   * wire bytes are a retry that was not byte-identical (SPEC section 3).
+   * wire bytes are a retry that was not byte-identical (README "Delivery guarantee").
    */
   bodySha1: string | null;
   decodedSha1: string | null;

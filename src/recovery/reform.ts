@@ -7,7 +7,7 @@
 // kept. After a copytruncate or an inode reused by a new file, the same
 // offsets hold other lines; sending them as the batch sent wrong lines (and
 // a split last line) in place of the lost ones, so such a range counts as
-// gone (SPEC section 3).
+// gone (README "Delivery guarantee").
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
 import zlib from 'node:zlib';
