@@ -78,6 +78,15 @@ export async function startEmu(dir: string, opts: EmulatorOptions = {}): Promise
 
 // ------------------------------------------------------------------- lines
 
+/** README "Delivery guarantee": acknowledgements reach the disk within this window (group commit). */
+export const ACK_WINDOW_MS = 100;
+/**
+ * The emulator records an answer just before the agent reads it: an ack the
+ * agent made at time a was recorded here a little earlier. This slack covers
+ * that delivery latency, nothing else.
+ */
+export const ANSWER_LATENCY_SLACK_MS = 20;
+
 /** Fixed-size NDJSON lines: `{"id":"<prefix><n, 9 digits>","pad":"xx..."}` + "\n", `LINE_BYTES` bytes in all. */
 export const LINE_BYTES = 100;
 

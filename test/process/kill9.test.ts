@@ -9,6 +9,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectByteIdenticalRetries } from '../support/byte-identical.js';
 import {
+  ACK_WINDOW_MS,
+  ANSWER_LATENCY_SLACK_MS,
   LINE_BYTES,
   checkDelivery,
   errorsIn,
@@ -30,14 +32,6 @@ const SEED = Number(process.env.SPOOLSHIP_TEST_SEED ?? 20261121);
 const CYCLES = 12;
 const SLOW_MS = 200;
 const LINES_PER_BATCH = 100;
-/** The SPEC's group-commit window. */
-const ACK_WINDOW_MS = 100;
-/**
- * The emulator records an answer just before the agent reads it: an ack the
- * agent made at time a was recorded here a little earlier. This slack covers
- * that delivery latency, nothing else.
- */
-const ANSWER_LATENCY_SLACK_MS = 20;
 
 /** Appends fixed-size lines to <spool>/ev/app.ndjson and rotates it by rename-and-create. */
 class SpoolWriter {

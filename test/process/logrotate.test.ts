@@ -11,13 +11,11 @@
 import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LINE_BYTES, checkDelivery, errorsIn, kill9, line, lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from './helpers.js';
+import { ACK_WINDOW_MS, ANSWER_LATENCY_SLACK_MS, LINE_BYTES, checkDelivery, errorsIn, kill9, line, lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from './helpers.js';
 
 const PREFIX = 'r';
 const BEFORE = 1000;
 const LATE = 300;
-const ACK_WINDOW_MS = 100;
-const ANSWER_LATENCY_SLACK_MS = 20;
 
 /** The application: one descriptor on its log file, reopened when told to. */
 class App {
