@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
+import { apiBaseUrl } from '../config/index.js';
 import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
@@ -237,7 +238,7 @@ export class Agent {
   private async connect(): Promise<string> {
     const { config: c, deps, metrics } = this;
     const log = deps.log;
-    let baseUrl = c.api.base_url;
+    let baseUrl = apiBaseUrl(c);
     if (baseUrl === 'embedded') {
       this.embedded = await startEmbedded(c.state_dir);
       this.parts.add('embedded emulator', partOf(() => this.embedded?.close()));

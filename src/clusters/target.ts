@@ -4,7 +4,7 @@
 // api.base_url. The config file is read only when a flag is missing or -c
 // names one, so flags alone work with no config file at all. This is the
 // only place that knows about the config loader.
-import { DEFAULTS, loadConfig, type Config } from '../config/index.js';
+import { loadConfig, type Config } from '../config/index.js';
 import { UsageError } from '../errors.js';
 
 export interface TargetFlags {
@@ -38,7 +38,7 @@ function configuredBaseUrl(config: Readonly<Config> | null): string {
   const url = config?.api.base_url;
   // The placeholder default would send the admin token to a host that is not
   // the platform; "embedded" is an in-process emulator this command cannot reach.
-  if (!url || url === DEFAULTS.api.base_url || url === 'embedded') {
+  if (!url || url === 'embedded') {
     const why = url === 'embedded' ? " (api.base_url is 'embedded', which only the agent itself can use)" : '';
     throw new UsageError(`no API host${why}: give --base-url URL or set api.base_url in the config file`);
   }

@@ -32,6 +32,29 @@ export function listenAddress(s: string): Parsed<string> {
   return ok(s);
 }
 
+/**
+ * api.proxy: null (from the environment as curl reads it), "" (never), or
+ * http(s)://[user:password@]host:port. Kept as written: the password is
+ * redacted only where it is shown.
+ */
+export function proxyUrl(): Field<string | null> {
+  return new Field('an http(s)://[user:password@]host:port URL, "" (never) or null (from HTTPS_PROXY and the like)', (raw) => {
+    const s = textOf(raw);
+    if (s === undefined) return bad('expected a proxy URL such as http://proxy.internal:3128, "" for no proxy, or null');
+    if (s === null || s === '') return ok(s);
+    let u: URL;
+    try {
+      u = new URL(s);
+    } catch {
+      return bad('must be a URL such as http://proxy.internal:3128 (percent-encode special characters in the password), "" for no proxy, or null');
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return bad('must start with http:// or https:// (the proxy itself; the API stays https through it)');
+    if (!u.hostname) return bad('has no host; e.g. http://proxy.internal:3128');
+    if (u.pathname !== '/' || u.search || u.hash) return bad('must be a proxy address only (scheme, host, port), without a path');
+    return ok(s);
+  });
+}
+
 export function redisUrl(s: string): Parsed<string> {
   let u: URL;
   try {

@@ -3,7 +3,6 @@
 import { existsSync } from 'node:fs';
 import { CODEC_LEVELS } from '../codec/levels.js';
 import type { ConfigProblem } from '../errors.js';
-import { DEFAULTS } from './defaults.js';
 import type { Origins } from './raw.js';
 import type { Config } from './types.js';
 import { formatBytes } from './units.js';
@@ -22,14 +21,19 @@ type Usable = (...keyPaths: string[]) => boolean;
  */
 export function crossCheck(c: Config, failed: ReadonlySet<string>, origins: Origins, tokenRequired = false): CrossResult {
   const usable: Usable = (...paths) => paths.every((p) => !failed.has(p));
-  const noToken = usable('api.base_url', 'api.token', 'api.token_file') && c.api.base_url !== 'embedded' && c.api.token === null && c.api.token_file === null;
+  const noToken = usable('api.base_url', 'api.token', 'api.token_file') && c.api.base_url !== null && c.api.base_url !== 'embedded' && c.api.token === null && c.api.token_file === null;
   const out = { problems: problems(c, usable, origins), warnings: warnings(c, usable) };
+  if (tokenRequired && usable('api.base_url') && c.api.base_url === null) out.problems.unshift({ path: 'api.base_url', value: null, why: NO_BASE_URL });
   if (noToken && tokenRequired) out.problems.unshift({ path: 'api.token', value: null, why: `${NO_TOKEN}: set api.token, api.token_file or the SPOOLSHIP_TOKEN environment variable (not set)` });
   else if (noToken) out.warnings.push(`${NO_TOKEN}: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one`);
   return out;
 }
 
 const NO_TOKEN = 'no API token';
+/** Shared with apiBaseUrl (config/index.ts): the same words wherever the key is missing. */
+export const NO_BASE_URL =
+  "not set, and it has no default (the token must not go to a host nobody chose): set it to your Workspace's region API host " +
+  '(e.g. https://api.tinybird.co, https://api.us-east.tinybird.co), "embedded" for the in-process emulator, or SPOOLSHIP_API__BASE_URL';
 
 function problems(c: Config, usable: Usable, origins: Origins): ConfigProblem[] {
   const out: ConfigProblem[] = [];
@@ -53,7 +57,7 @@ function problems(c: Config, usable: Usable, origins: Origins): ConfigProblem[] 
       problem('compression.level', c.compression.level, `must be ${min}..${max} for ${c.compression.codec}`);
     }
   }
-  if (usable('api.http2', 'api.base_url') && c.api.http2 && !c.api.base_url.startsWith('https://')) {
+  if (usable('api.http2', 'api.base_url') && c.api.http2 && c.api.base_url !== null && !c.api.base_url.startsWith('https://')) {
     problem('api.http2', true, 'HTTP/2 needs TLS (ALPN): use an https:// api.base_url, or set http2: false');
   }
   return out;
@@ -74,8 +78,12 @@ function warnings(c: Config, usable: Usable): string[] {
         'while Redis is down each agent would send more than the shared budget',
     );
   }
+  if (usable('api.client_cert_file', 'api.client_key_file') && (c.api.client_cert_file === null) !== (c.api.client_key_file === null)) {
+    const [set, unset] = c.api.client_cert_file === null ? ['client_key_file', 'client_cert_file'] : ['client_cert_file', 'client_key_file'];
+    out.push(`api.${set} is set but api.${unset} is not: mutual TLS needs both; no client certificate is sent until both are set`);
+  }
   if (usable('api.base_url', 'api.token', 'api.token_file')) out.push(...apiWarnings(c));
-  for (const key of ['token_file', 'ca_file'] as const) {
+  for (const key of ['token_file', 'ca_file', 'client_cert_file', 'client_key_file'] as const) {
     const file = c.api[key];
     if (file !== null && usable(`api.${key}`) && !existsSync(file)) {
       out.push(`api.${key}: ${file} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
@@ -85,11 +93,8 @@ function warnings(c: Config, usable: Usable): string[] {
 }
 
 function apiWarnings(c: Config): string[] {
-  if (c.api.base_url === 'embedded') return [];
+  if (c.api.base_url === null || c.api.base_url === 'embedded') return [];
   const out: string[] = [];
-  if (c.api.base_url === DEFAULTS.api.base_url) {
-    out.push(`api.base_url is the placeholder ${DEFAULTS.api.base_url}; set it to the API host of your Workspace's region`);
-  }
   if (/\/v0$/.test(c.api.base_url)) out.push('api.base_url ends in /v0; spoolship adds /v0/events itself, so give the host only');
   return out;
 }

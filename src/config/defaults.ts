@@ -5,12 +5,15 @@ import type { Config } from './types.js';
 
 export const DEFAULTS: Config = {
   api: {
-    base_url: 'https://api.example.com', // a placeholder: set the host of the Workspace's region
+    base_url: null, // no default: a token never goes to a host nobody chose (run, send, replay and check-config require it)
     token: null,
     token_file: null,
     wait: true,
     http2: false,
     ca_file: null,
+    client_cert_file: null, // mutual TLS: certificate and key (PEM), re-read like token_file
+    client_key_file: null,
+    proxy: null, // null: HTTPS_PROXY / HTTP_PROXY / NO_PROXY as curl reads them; "": never
     timeout_ms: 60_000, // 60 s per request, headers and body
   },
   spool: {
@@ -34,14 +37,15 @@ export const DEFAULTS: Config = {
   compression: {
     codec: 'zstd',
     level: 3,
+    threads: 'auto', // the CPUs this process may use (codec/threads.ts)
   },
   limits: {
     requests_per_second: 100, // the platform's Events API limit per organization
     budget_id: null,
     max_in_flight: 'auto', // adaptive concurrency (sender/concurrency.ts), or a fixed number
-    max_in_flight_cap: 64, // the most auto may reach
-    max_in_flight_bytes: 48 * 1024 * 1024, // 48 MiB of compressed bodies in flight together
-    max_connections: 64, // sockets to the API host (the platform allows 250 per IP)
+    max_in_flight_cap: 200, // the most auto may reach: 100 req/s x 2 s answers
+    max_in_flight_bytes: 'auto', // what the cap needs at the bodies' observed size, at most MAX_AUTO_IN_FLIGHT_BYTES
+    max_connections: 200, // sockets to the API host (the platform allows 250 per IP)
     redis_url: null,
     fallback_requests_per_second: 10,
   },
@@ -68,3 +72,7 @@ export const MAX_BATCH_BYTES = 100 * 1000 * 1000; // 100 MB
 export const MIN_BATCH_BYTES = 1000; // 1 KB
 /** The platform allows 250 sockets per IP address and region. */
 export const MAX_CONNECTIONS = 250;
+/** `max_in_flight_bytes: auto` never passes this (bodies beyond a small in-memory share wait on disk). */
+export const MAX_AUTO_IN_FLIGHT_BYTES = 1024 * 1024 * 1024; // 1 GiB
+/** libuv runs at most 1024 threads (UV_THREADPOOL_SIZE's ceiling). */
+export const MAX_COMPRESSION_THREADS = 1024;

@@ -146,3 +146,13 @@ export function duration(opts: { min: 0 | 1 }): Field<number> {
     return ok(ms);
   });
 }
+
+/** `auto`, or what `field` takes: the effective value is 'auto' or the field's. */
+export function autoOr<T>(field: Field<T>): Field<T | 'auto'> {
+  return new Field(`auto or ${field.type}`, (raw, ctx) => {
+    const v = valueOf(raw);
+    if (typeof v === 'string' && v.trim() === 'auto') return ok<T | 'auto'>('auto');
+    const r = field.parse(raw, ctx);
+    return r.ok ? r : { ...r, why: `${r.why}; or auto` };
+  });
+}

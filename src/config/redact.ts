@@ -25,7 +25,7 @@ export function redactConfig(config: Readonly<Config>): Config {
   if (copy.clusters.token !== null) copy.clusters.token = REDACTED;
   if (copy.limits.redis_url !== null) copy.limits.redis_url = redactUrlPassword(copy.limits.redis_url);
   // `https://user:password@host` would print its password.
-  copy.api.base_url = redactUrlPassword(copy.api.base_url);
+  if (copy.api.base_url !== null) copy.api.base_url = redactUrlPassword(copy.api.base_url);
   return copy;
 }
 

@@ -1,9 +1,9 @@
 // The one config schema: every key of docs/configuration.md and the kind of value it
 // takes. Defaults live in defaults.ts; cross-key rules in cross-checks.ts.
 // The order here is the order of the effective config printed by check-config.
-import { baseUrl, excludeGlobs, inFlight, listenAddress, redisUrl, sources } from './checks.js';
-import { absolutePath, bool, duration, Field, int, number, oneOf, optionalString, requiredPath, requiredString, size } from './fields.js';
-import { MAX_BATCH_BYTES, MAX_CONNECTIONS, MIN_BATCH_BYTES } from './defaults.js';
+import { baseUrl, excludeGlobs, inFlight, listenAddress, proxyUrl, redisUrl, sources } from './checks.js';
+import { absolutePath, autoOr, bool, duration, Field, int, number, oneOf, optionalString, requiredPath, requiredString, size } from './fields.js';
+import { MAX_BATCH_BYTES, MAX_COMPRESSION_THREADS, MAX_CONNECTIONS, MIN_BATCH_BYTES } from './defaults.js';
 
 export interface Section {
   readonly [key: string]: SchemaNode;
@@ -12,12 +12,15 @@ export type SchemaNode = Field | Section;
 
 export const SCHEMA: Section = {
   api: {
-    base_url: requiredString('an http(s) URL or "embedded"', baseUrl),
+    base_url: optionalString('an http(s) URL or "embedded"', baseUrl),
     token: optionalString('a token'),
     token_file: optionalString('a file path', absolutePath),
     wait: bool(),
     http2: bool(),
     ca_file: optionalString('a file path', absolutePath),
+    client_cert_file: optionalString('a file path', absolutePath),
+    client_key_file: optionalString('a file path', absolutePath),
+    proxy: proxyUrl(),
     timeout_ms: duration({ min: 1 }),
   },
   spool: {
@@ -41,13 +44,14 @@ export const SCHEMA: Section = {
   compression: {
     codec: oneOf(['zstd', 'gzip', 'none']),
     level: int({ min: 0 }),
+    threads: autoOr(int({ min: 1, max: MAX_COMPRESSION_THREADS, unit: '(the most libuv runs at once)' })),
   },
   limits: {
     requests_per_second: int({ min: 1 }),
     budget_id: optionalString('a budget name'),
     max_in_flight: inFlight(),
     max_in_flight_cap: int({ min: 1 }),
-    max_in_flight_bytes: size({ min: 1 }),
+    max_in_flight_bytes: autoOr(size({ min: 1 })),
     max_connections: int({ min: 1, max: MAX_CONNECTIONS, unit: '(the platform allows 250 connections per IP address)' }),
     redis_url: optionalString('a redis:// or rediss:// URL', redisUrl),
     fallback_requests_per_second: int({ min: 1 }),

@@ -12,13 +12,17 @@ export interface SourceRoute {
 
 export interface Config {
   api: {
-    /** An http(s) URL without trailing slash, or "embedded" (in-process emulator). */
-    base_url: string;
+    /** An http(s) URL without trailing slash, or "embedded" (in-process emulator); null: not set (commands that send refuse to start). */
+    base_url: string | null;
     token: string | null;
     token_file: string | null;
     wait: boolean;
     http2: boolean;
     ca_file: string | null;
+    client_cert_file: string | null;
+    client_key_file: string | null;
+    /** null: from HTTPS_PROXY / HTTP_PROXY / NO_PROXY; "": never; else the proxy URL. */
+    proxy: string | null;
     timeout_ms: number;
   };
   spool: {
@@ -44,13 +48,15 @@ export interface Config {
   compression: {
     codec: 'zstd' | 'gzip' | 'none';
     level: number;
+    /** Compressions at once; auto: the CPUs this process may use. */
+    threads: number | 'auto';
   };
   limits: {
     requests_per_second: number;
     budget_id: string | null;
     max_in_flight: number | 'auto';
     max_in_flight_cap: number;
-    max_in_flight_bytes: number;
+    max_in_flight_bytes: number | 'auto';
     max_connections: number;
     redis_url: string | null;
     fallback_requests_per_second: number;

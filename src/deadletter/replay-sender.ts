@@ -17,6 +17,7 @@
 // Each batch gets its own Sender (sharing the client, codec and budget), so
 // a Data Source park of one batch never holds the others.
 import type { Config } from '../config/types.js';
+import { apiBaseUrl } from '../config/index.js';
 import { createLogger } from '../log.js';
 import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
 import { TokenSource } from '../sender/token.js';
@@ -49,7 +50,7 @@ export async function createReplaySender(config: Readonly<Config>, events: Repla
   const token = await TokenSource.create(config.api.token, config.api.token_file);
   // The same engine and budget as `run` (with limits.redis_url: the fleet's shared one), so a replay never adds to a 429 storm.
   const engine = await openDelivery(config, {
-    baseUrl: config.api.base_url,
+    baseUrl: apiBaseUrl(config),
     token: () => token.get(),
     log: events.log ?? createLogger({ level: 'warn', format: config.log.format }, process.stderr),
   });

@@ -122,7 +122,8 @@ export class ByteBudget {
   private used = 0;
   private readonly waiters: Array<{ bytes: number; go: () => void }> = [];
 
-  constructor(private readonly max: number) {}
+  /** `max` may be a function (limits.max_in_flight_bytes: auto follows the bodies' size); it is asked at every turn. */
+  constructor(private readonly max: number | (() => number)) {}
 
   async acquire(bytes: number): Promise<void> {
     if (this.fits(bytes) && this.waiters.length === 0) {
@@ -134,6 +135,11 @@ export class ByteBudget {
 
   release(bytes: number): void {
     this.used -= bytes;
+    this.admit();
+  }
+
+  /** Let waiters go that fit now (after a release, or when an auto bound grew). */
+  admit(): void {
     while (this.waiters.length > 0 && this.fits(this.waiters[0]!.bytes)) {
       const w = this.waiters.shift()!;
       this.used += w.bytes;
@@ -151,6 +157,6 @@ export class ByteBudget {
   }
 
   private fits(bytes: number): boolean {
-    return this.used === 0 || this.used + bytes <= this.max;
+    return this.used === 0 || this.used + bytes <= (typeof this.max === 'number' ? this.max : this.max());
   }
 }

@@ -19,6 +19,8 @@ import type { LongLived } from '../util/lifecycle.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
 import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
 import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
+import { inFlightBytesBound } from './in-flight-bytes.js';
+import { DEFAULTS } from '../config/defaults.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
@@ -121,7 +123,8 @@ export const SLOTS_RESERVED_AHEAD = 8;
  * times bring it down within a few round trips.
  */
 export const AUTO_INITIAL_IN_FLIGHT = 32;
-export const DEFAULT_IN_FLIGHT_CAP = 64;
+/** limits.max_in_flight_cap's default, for senders built without a config (tests, tools). */
+export const DEFAULT_IN_FLIGHT_CAP = DEFAULTS.limits.max_in_flight_cap;
 
 export interface SenderOptions {
   client: Pick<EventsClient, 'post'>;
@@ -140,7 +143,7 @@ export interface SenderOptions {
   /** The most 'auto' may reach (max_in_flight_cap; also bounded by maxConnections). */
   maxInFlightCap?: number;
   /** Compressed bytes in flight together (max_in_flight_bytes); one request always may go. */
-  maxInFlightBytes?: number;
+  maxInFlightBytes?: number | 'auto';
   maxConnections?: number;
   maxBytes: number;
   /** A 413 for a body smaller than this is not the API's: park (SMALL_413_BYTES when absent; unit tests whose emulator stands in for 10 MB with 2 KB set 0). */
@@ -246,6 +249,8 @@ export class Sender implements LongLived {
   private readonly notifier = new Notifier();
   private readonly inFlight: Semaphore;
   private readonly inFlightBytes: ByteBudget;
+  /** Tells limits.max_in_flight_bytes: auto the size of each body taking its turn. */
+  private readonly observeBody: (bytes: number) => void;
   private readonly concurrency: ConcurrencyLimit;
   /** Requests past the byte budget (waiting for a rate slot, or on the wire). */
   private holding = 0;
@@ -272,7 +277,9 @@ export class Sender implements LongLived {
     const cap = Math.max(1, Math.min(o.maxInFlightCap ?? DEFAULT_IN_FLIGHT_CAP, o.maxConnections ?? Infinity));
     const initial = auto ? Math.min(AUTO_INITIAL_IN_FLIGHT, cap) : (o.maxInFlight as number);
     this.inFlight = new Semaphore(initial);
-    this.inFlightBytes = new ByteBudget(o.maxInFlightBytes ?? Infinity);
+    const bytesBound = inFlightBytesBound(o.maxInFlightBytes, auto ? cap : initial);
+    this.inFlightBytes = new ByteBudget(bytesBound.bound);
+    this.observeBody = bytesBound.observe;
     this.concurrency = new ConcurrencyLimit(o.clock, {
       auto,
       initial,
@@ -809,6 +816,7 @@ export class Sender implements LongLived {
       return 'over_learned';
     }
     const bytes = part.body.length;
+    this.observeBody(bytes);
     await this.inFlightBytes.acquire(bytes);
     this.o.hooks.onInFlightBytes?.(this.inFlightBytes.inUse);
     // Counted once past the byte budget: a limit that only waits on bytes is

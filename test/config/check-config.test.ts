@@ -78,7 +78,7 @@ describe('spoolship check-config (built CLI)', () => {
   it('uses SPOOLSHIP_CONFIG, and exits 2 when the named file does not exist', () => {
     const dir = tempDir();
     const file = writeFile(dir, 'x.yaml', 'batch:\n  linger_ms: 7\n');
-    const ok = runCli(['check-config'], { cwd: dir, env: { SPOOLSHIP_CONFIG: file, SPOOLSHIP_TOKEN: 't' } });
+    const ok = runCli(['check-config'], { cwd: dir, env: { SPOOLSHIP_CONFIG: file, SPOOLSHIP_TOKEN: 't', SPOOLSHIP_API__BASE_URL: 'https://api.test' } });
     expect(ok.code).toBe(0);
     expect(parse(ok.stdout).batch.linger_ms).toBe(7);
     const missing = runCli(['check-config', '-c', 'nope.yaml'], { cwd: dir });

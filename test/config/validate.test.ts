@@ -7,7 +7,7 @@ import { load, problemsOf, tempDir, writeFile } from './helpers.js';
 function loadYaml(text: string, env: Record<string, string> = {}) {
   const dir = tempDir();
   const file = writeFile(dir, 'c.yaml', text);
-  return { dir, file, run: () => load({ file, cwd: dir, env }) };
+  return { dir, file, run: (opts: { tokenRequired?: boolean } = {}) => load({ file, cwd: dir, env, ...opts }) };
 }
 
 describe('validation', () => {
@@ -169,7 +169,7 @@ describe('validation', () => {
 
   it('a section that is not a mapping is one problem; an empty section means defaults', () => {
     const { lines } = problemsOf(loadYaml('api: embedded\n').run);
-    expect(lines).toEqual(['api: "embedded": expected a mapping with keys base_url, token, token_file, wait, http2, ca_file, timeout_ms']);
+    expect(lines).toEqual(['api: "embedded": expected a mapping with keys base_url, token, token_file, wait, http2, ca_file, client_cert_file, client_key_file, proxy, timeout_ms']);
     expect(loadYaml('batch:\n').run().config.batch).toEqual(DEFAULTS.batch);
   });
 
@@ -197,10 +197,15 @@ describe('validation', () => {
     ]);
   });
 
-  it('warns about the placeholder base_url and a missing token', () => {
-    const { warnings } = loadYaml('log:\n  level: debug\n').run();
-    expect(warnings).toContain("api.base_url is the placeholder https://api.example.com; set it to the API host of your Workspace's region");
-    expect(warnings).toContain('no API token: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one');
+  it('has no default api.base_url: a sending command is refused naming the key, others load', () => {
+    const { config, warnings } = loadYaml('log:\n  level: debug\n').run();
+    expect(config.api.base_url).toBeNull();
+    expect(warnings.join('\n')).not.toContain('no API token'); // nowhere to send, so no token to want yet
+    const { lines } = problemsOf(() => loadYaml('log:\n  level: debug\n', { SPOOLSHIP_TOKEN: 'tok-123456' }).run({ tokenRequired: true }));
+    expect(lines[0]).toMatch(/^api\.base_url: null: not set, and it has no default .*https:\/\/api\.tinybird\.co/);
+    expect(loadYaml('api:\n  base_url: https://api.test\n').run().warnings).toContain(
+      'no API token: set api.token, api.token_file or SPOOLSHIP_TOKEN; the Events API answers 401 without one',
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbedded } from '../../emulator/embedded.js';
-import { loadConfig } from '../../config/index.js';
+import { apiBaseUrl, loadConfig } from '../../config/index.js';
 import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { createLogger } from '../../log.js';
@@ -79,7 +79,7 @@ const command: Command = {
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true });
     const c = loaded.config;
     const log = createLogger({ ...c.log, level: 'warn' }, io.stderr);
-    let baseUrl = c.api.base_url;
+    let baseUrl = apiBaseUrl(c);
     let token = c.api.token ?? '';
     const embedded = baseUrl === 'embedded' ? await startEmbedded(c.state_dir) : null;
     if (embedded) {
