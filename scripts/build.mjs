@@ -78,7 +78,14 @@ const cli = readFileSync(cliFile, 'utf8');
 if (!cli.startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js does not start with the node shebang of src/cli.ts');
 const launcher = [
   '#!/bin/sh',
-  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s --liftoff-only "$0" "$@"',
+  '":" //; case "$NODE_OPTIONS" in *max-semi-space-size*) s= ;; *) s=--max-semi-space-size=1 ;; esac; ' +
+    // libuv's pool for compression.threads: auto (src/codec/threads.ts's
+    // threadpoolSize of the CPUs: affinity, and a cgroup v2 quota at the
+    // container's top), unless UV_THREADPOOL_SIZE is set; `run` re-executes
+    // on Node >= 22.15 where its config wants another size (cgroup v1, a
+    // fixed compression.threads).
+    'if [ -z "$UV_THREADPOOL_SIZE" ]; then n=$(nproc 2>/dev/null) || n=1; { read q p < /sys/fs/cgroup/cpu.max; } 2>/dev/null && [ "$q" != max ] && [ "$p" -gt 0 ] 2>/dev/null && c=$(( (q + p - 1) / p )) && [ "$c" -lt "$n" ] && n=$c; n=$((n + 2)); [ "$n" -ge 4 ] || n=4; UV_THREADPOOL_SIZE=$n _SPOOLSHIP_POOL=$n; export UV_THREADPOOL_SIZE _SPOOLSHIP_POOL; fi; ' +
+    'MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s --liftoff-only "$0" "$@"',
 ].join('\n');
 writeFileSync(cliFile, `${launcher}\n${cli.slice('#!/usr/bin/env node\n'.length)}`);
 // One line more at the top: the source map's generated lines move down by one.

@@ -2,10 +2,10 @@
 // Entry point of the `spoolship` binary (package.json "bin").
 import module from 'node:module';
 import { main } from './cli/main.js';
-import { keepWasmInBaselineTier, reexecWithMemorySettings } from './cli/memory.js';
+import { keepWasmInBaselineTier } from './cli/memory.js';
 
-// The agent's memory settings, in this same process (src/cli/memory.ts).
-if (process.argv[2] === 'run') reexecWithMemorySettings();
+// (`run` re-executes itself with its memory settings and thread pool once it
+// has read its config: src/cli/memory.ts.)
 // Before any command loads undici, whose HTTP parser is WebAssembly.
 keepWasmInBaselineTier();
 

@@ -13,6 +13,7 @@ import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { apiBaseUrl } from '../config/index.js';
+import { compressionThreads, currentThreadpoolSize, threadpoolOrigin, threadpoolSize, type CpuProbe } from '../codec/threads.js';
 import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
@@ -70,6 +71,10 @@ export interface AgentDeps {
   onBodyDropped?: (bytes: number, how: DroppedHow) => void;
   /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
   bodiesInMemoryBytes?: number;
+  /** The codec of compression.codec/level (tests: one that counts the compressions under way). */
+  codec?: Codec;
+  /** Where compression.threads: auto looks for the CPUs (tests: a fake cgroup tree). */
+  cpuProbe?: CpuProbe;
 }
 
 export class Agent {
@@ -101,6 +106,8 @@ export class Agent {
   private readonly clock: Clock;
   /** One codec for the pipeline's compression and the sender's bisection (re-compressing halves). */
   private readonly codec: Codec;
+  /** compression.threads, resolved (auto: the CPUs this process may use). */
+  private readonly threads: ReturnType<typeof compressionThreads>;
   private senderEvents!: SenderEvents;
   private queueReport!: QueueReport;
   private readonly counts: CountLog;
@@ -119,7 +126,8 @@ export class Agent {
     private readonly deps: AgentDeps,
   ) {
     this.clock = deps.clock ?? systemClock;
-    this.codec = createCodec(config.compression.codec, config.compression.level);
+    this.codec = deps.codec ?? createCodec(config.compression.codec, config.compression.level);
+    this.threads = compressionThreads(config.compression.threads, deps.cpuProbe);
     this.counts = new CountLog(this.clock, () => this.deps.log);
     this.stopper = new StopSequence({ clock: this.clock, log: deps.log, stateDir: config.state_dir });
     this.layout = new LayoutReporter(
@@ -129,6 +137,7 @@ export class Agent {
     );
     this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
+    this.metrics.compressionThreads.set(this.threads.threads);
   }
 
   static async start(config: Readonly<Config>, deps: AgentDeps): Promise<Agent> {
@@ -187,7 +196,11 @@ export class Agent {
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', partOf(() => this.stopTimers()));
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
-      deps.log.info({ event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl }, 'spoolship started');
+      this.warnSmallThreadpool();
+      deps.log.info(
+        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...this.threadsReport() },
+        'spoolship started',
+      );
     } catch (err) {
       this.started = false;
       this.destroying = true;
@@ -270,6 +283,7 @@ export class Agent {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
     return new Pipeline({
+      compressionThreads: this.threads.threads,
       store: this.store,
       codec: this.codec,
       sender: this.sender,
@@ -491,7 +505,35 @@ export class Agent {
       queueByDataSource,
       batchesActive: this.pipeline.batchesActive,
       inFlight: this.sender.requestsInFlight,
+      compression: { threads: this.threads.threads, pool: currentThreadpoolSize(process.env) },
     });
+  }
+
+  /** compression.threads as resolved, and the thread pool they run in, for the start log. */
+  private threadsReport(): Record<string, unknown> {
+    const { threads, limit } = this.threads;
+    return {
+      compression_threads: threads,
+      threads_from: limit ? `auto: ${limit.source}` : 'compression.threads',
+      threadpool: currentThreadpoolSize(process.env),
+      threadpool_from: threadpoolOrigin(process.env),
+    };
+  }
+
+  /**
+   * The pool is sized before node starts (cli/memory.ts); where that was not
+   * possible (Node 20 without the spoolship launcher, a UV_THREADPOOL_SIZE
+   * set small, a SIGHUP that raised compression.threads) the compressions
+   * queue behind each other and file reads behind them: say so once.
+   */
+  private warnSmallThreadpool(): void {
+    const pool = currentThreadpoolSize(process.env);
+    const wanted = threadpoolSize(this.threads.threads);
+    if (pool >= wanted) return;
+    this.deps.log.warn(
+      { event: 'threadpool_small', compression_threads: this.threads.threads, threadpool: pool, wanted, threadpool_from: threadpoolOrigin(process.env) },
+      `libuv's thread pool has ${pool} threads for ${this.threads.threads} compressions (${wanted} wanted): start spoolship as a program (the spoolship command), on Node >= 22.15, or with UV_THREADPOOL_SIZE=${wanted}`,
+    );
   }
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */

@@ -16,7 +16,9 @@
 // 1. `spoolship` (dist/cli.js run as a program) starts under /bin/sh, which
 //    execs node with both (scripts/build.mjs writes those first two lines);
 // 2. `node dist/cli.js run` on Node >= 22.15 re-executes itself in place with
-//    process.execve (same PID);
+//    process.execve (same PID), once its config is read: libuv's thread pool
+//    is sized then as well (compression.threads, codec/threads.ts), also
+//    under the launcher when its guess from the CPUs was not the size;
 // 3. `node dist/cli.js run` on Node 20 cannot: the agent runs without them
 //    and says so at start (memory_settings: false in the start log).
 // A value the user set (MALLOC_ARENA_MAX, a semi-space size in NODE_OPTIONS
@@ -35,6 +37,7 @@
 // them as well. The launcher and the re-execution pass it on node's command
 // line; at run time it is set as well, for `node dist/cli.js` without them.
 import v8 from 'node:v8';
+import { threadpoolOrigin } from '../codec/threads.js';
 
 export const SEMI_SPACE_FLAG = '--max-semi-space-size=1';
 export const ARENA_MAX = '1';
@@ -63,18 +66,37 @@ export function memorySettingsApplied(env: NodeJS.ProcessEnv, execArgv: readonly
 }
 
 /**
- * Re-execute this process in place with the memory settings, where Node can
- * (process.execve, Node >= 22.15). Returns only when it cannot (or failed);
- * (_SPOOLSHIP_REEXECUTED=1, set by the launcher and by the re-execution,
- * says it is done; not a SPOOLSHIP_* name, which would be taken for a config key.)
+ * What `run` still needs from a re-execution: the memory settings (unless
+ * the launcher or an earlier re-execution applied them: _SPOOLSHIP_REEXECUTED=1;
+ * not a SPOOLSHIP_* name, which would be taken for a config key) and libuv's
+ * pool of `pool` threads (codec/threads.ts), unless the user set
+ * UV_THREADPOOL_SIZE. Nothing when both are in place.
  */
-export function reexecWithMemorySettings(): void {
+export function reexecNeeds(env: NodeJS.ProcessEnv, execArgv: readonly string[], pool: number): { memory: boolean; pool: boolean } {
+  return {
+    memory: env._SPOOLSHIP_REEXECUTED !== '1' && !memorySettingsApplied(env, execArgv),
+    pool: threadpoolOrigin(env) !== 'user' && env.UV_THREADPOOL_SIZE !== String(pool),
+  };
+}
+
+/**
+ * Re-execute this process in place with the memory settings and a libuv pool
+ * of `pool` threads, where Node can (process.execve, Node >= 22.15) and
+ * either is missing. Returns only when nothing is missing, or it cannot (or
+ * failed). Called by `run` once its config is read (the pool follows
+ * compression.threads), before it opens anything.
+ */
+export function reexecForRun(pool: number): void {
   const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => void }).execve;
-  if (typeof execve !== 'function' || process.env._SPOOLSHIP_REEXECUTED === '1') return;
-  if (memorySettingsApplied(process.env, process.execArgv)) return;
+  if (typeof execve !== 'function') return;
+  const needs = reexecNeeds(process.env, process.execArgv, pool);
+  if (!needs.memory && !needs.pool) return;
   const semi = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(process.env.NODE_OPTIONS ?? '');
   const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, _SPOOLSHIP_REEXECUTED: '1' };
-  const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), WASM_BASELINE_FLAG, ...process.execArgv, ...process.argv.slice(1)];
+  if (needs.pool) Object.assign(env, { UV_THREADPOOL_SIZE: String(pool), _SPOOLSHIP_POOL: String(pool) });
+  // Flags already there (the launcher's) are not added twice.
+  const has = (flag: string) => process.execArgv.includes(flag);
+  const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), ...(has(WASM_BASELINE_FLAG) ? [] : [WASM_BASELINE_FLAG]), ...process.execArgv, ...process.argv.slice(1)];
   try {
     execve.call(process, process.execPath, args, env);
   } catch {

@@ -108,6 +108,11 @@ export function createMetrics(sources: MetricsSources = {}) {
       help: 'Compressed bytes of the requests in flight now (each counted from its turn under limits.max_in_flight_bytes to its answer)',
       registers: reg,
     }),
+    compressionThreads: new client.Gauge({
+      name: 'spoolship_compression_threads',
+      help: 'Batches compressing at once: compression.threads, or the CPUs this process may use when auto',
+      registers: reg,
+    }),
     spilledBodyBytes: new client.Gauge({
       name: 'spoolship_spilled_body_bytes',
       help: 'Compressed bodies waiting for their answers in (unlinked) files of state_dir/spill instead of memory: slow answers keep many in flight',

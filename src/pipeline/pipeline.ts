@@ -26,6 +26,7 @@ import type { DroppedHow } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
+import { Semaphore } from '../sender/limiter.js';
 import { bodyBytes, type Body } from '../sender/body.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -36,12 +37,6 @@ const EMPTY = Buffer.alloc(0);
  * (max_in_flight_bytes) bind.
  */
 export const PIPELINE_SLACK = 2;
-/**
- * Batches compressing at once: two keep both cores busy (as the in-run
- * reference does), and each holds up to max_bytes uncompressed, so the reader
- * waits beyond this instead of piling uncompressed batches up in memory.
- */
-export const MAX_COMPRESSING = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
 export class Pipeline implements LongLived {
@@ -52,6 +47,7 @@ export class Pipeline implements LongLived {
   lastAckAt: number;
   private stopping = false;
   private readonly bodies: HeldBodies;
+  private readonly compressSlots: Semaphore;
 
   constructor(
     private readonly o: {
@@ -65,6 +61,12 @@ export class Pipeline implements LongLived {
       metrics: Metrics;
       log: Logger;
       clock: Clock;
+      /**
+       * Batches compressing at once (compression.threads, codec/threads.ts):
+       * each holds up to max_bytes uncompressed, so the reader waits beyond
+       * this instead of piling uncompressed batches up in memory.
+       */
+      compressionThreads: number;
       /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
       maxInFlight: () => number;
       /** The most that can ever be in flight (sizes the body pool). */
@@ -89,6 +91,7 @@ export class Pipeline implements LongLived {
     },
   ) {
     this.lastAckAt = o.clock.now();
+    this.compressSlots = new Semaphore(o.compressionThreads);
     this.bodies = new HeldBodies({
       dir: o.spillDir,
       memoryBytes: o.bodiesInMemoryBytes,
@@ -156,7 +159,7 @@ export class Pipeline implements LongLived {
   private full(): boolean {
     const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     return (
-      this.compressing >= MAX_COMPRESSING ||
+      this.compressing >= this.o.compressionThreads ||
       this.bytesBind() ||
       this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
       (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes)
@@ -192,6 +195,21 @@ export class Pipeline implements LongLived {
     for (const w of this.roomWaiters.splice(0)) w();
   }
 
+  /**
+   * At most compression.threads compressions run at once, however many
+   * batches close together (a read step can close dozens of small ones);
+   * the rest wait their turn here, counted in `compressing`, so the reader
+   * waits too.
+   */
+  private async compressTurn(compress: () => Promise<Buffer>): Promise<Buffer> {
+    await this.compressSlots.acquire();
+    try {
+      return await compress();
+    } finally {
+      this.compressSlots.release();
+    }
+  }
+
   /** PIPELINE_SLACK compressed bodies already wait for room under max_in_flight_bytes. */
   private bytesBind(): boolean {
     return this.o.sender.waitingForBytes >= PIPELINE_SLACK;
@@ -223,7 +241,7 @@ export class Pipeline implements LongLived {
     let body: Buffer;
     try {
       [body] = await Promise.all([
-        codec.compress(batch.body),
+        this.compressTurn(() => codec.compress(batch.body)),
         recovered ? Promise.resolve() : this.retryStateWrite(() => store.recordIntent(batch.id, batch.ds, batch.lines)),
       ]);
     } finally {

@@ -26,6 +26,7 @@ export interface StatusView {
   queueByDataSource: ReadonlyMap<string, { batches: number; bytes: number }>;
   batchesActive: number;
   inFlight: number;
+  compression: { threads: number; pool: number };
 }
 
 export function statusReport(v: StatusView): unknown {
@@ -59,7 +60,7 @@ export function statusReport(v: StatusView): unknown {
     source: 'agent',
     generated_at: new Date(v.now).toISOString(),
     state_dir: v.stateDir,
-    agent: { running: true, pid: process.pid, admin_url: v.adminUrl, admin_error: null, api: redactUrl(v.apiUrl), ready: v.readiness.ready, reasons: v.readiness.reasons },
+    agent: { running: true, pid: process.pid, admin_url: v.adminUrl, admin_error: null, api: redactUrl(v.apiUrl), ready: v.readiness.ready, reasons: v.readiness.reasons, compression: v.compression },
     queue: v.queue,
     batches_active: v.batchesActive,
     in_flight: v.inFlight,

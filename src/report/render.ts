@@ -28,7 +28,8 @@ export function describeSource(r: StatusReport): string {
     const ready = a.ready ? 'ready' : `NOT ready (${printable(a.reasons.join(', '))})`;
     // No admin endpoint: the report came through the control socket (collect.ts).
     const where = a.admin_url === null ? 'through its control socket' : `at ${a.admin_url}/status`;
-    return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${printable(String(a.api))}`;
+    const threads = a.compression ? `; compression threads ${a.compression.threads} (thread pool ${a.compression.pool})` : '';
+    return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${printable(String(a.api))}${threads}`;
   }
   const running = a.running ? `agent running (pid ${a.pid}), but ${printable(String(a.admin_error))}` : `agent not running (${printable(a.admin_error ?? 'no admin endpoint')})`;
   return `source: state_dir ${printable(r.state_dir)}, read from disk; ${running}`;

@@ -66,6 +66,8 @@ export interface AgentInfo {
   api: string | null;
   ready: boolean | null;
   reasons: string[];
+  /** Batches compressing at once (compression.threads) and libuv's pool; absent when read from disk. */
+  compression?: { threads: number; pool: number };
 }
 
 export interface StatusReport {

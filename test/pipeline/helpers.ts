@@ -13,6 +13,7 @@ import { resolveConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
 import type { DroppedHow } from '../../src/util/scavenge.js';
+import type { Codec } from '../../src/codec/index.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -61,7 +62,7 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number, how: DroppedHow) => void; scanSlice?: number; bodiesInMemoryBytes?: number } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number, how: DroppedHow) => void; scanSlice?: number; bodiesInMemoryBytes?: number; codec?: Codec } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),
@@ -71,6 +72,7 @@ export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: nu
     onBodyDropped: opts.onBodyDropped,
     scanSlice: opts.scanSlice,
     bodiesInMemoryBytes: opts.bodiesInMemoryBytes,
+    codec: opts.codec,
     onFatal: (err) => {
       fatal = err;
     },

@@ -110,3 +110,41 @@ describe('memory settings without any environment', () => {
     expect(await a.exited).toBe(0);
   });
 });
+
+// libuv's pool for compression.threads (src/codec/threads.ts) is sized before
+// node starts its pool: by the launcher from the CPUs, and by the
+// re-execution where the config wants another size. Read back from the
+// started PID's own environment and its start log.
+describe('the thread pool for compression.threads', () => {
+  const cpus = os.availableParallelism();
+  const execve = typeof (process as { execve?: unknown }).execve === 'function';
+
+  it('spoolship run as a program: the launcher sizes the pool from the CPUs (threads + 2, at least 4); the start log says so', async () => {
+    const a = await start('program');
+    const wanted = Math.max(4, cpus + 2);
+    const p = procOf(a.child.pid!);
+    expect(p.env.UV_THREADPOOL_SIZE).toBe(String(wanted));
+    expect(a.logs.find((l) => l.event === 'started')).toMatchObject({ compression_threads: cpus, threadpool: wanted, threadpool_from: 'spoolship' });
+    expect(a.logs.some((l) => l.event === 'threadpool_small')).toBe(false);
+  });
+
+  it("a user's UV_THREADPOOL_SIZE is kept, and one too small for the threads is a WARN", async () => {
+    const a = await start('program', { UV_THREADPOOL_SIZE: '2' });
+    expect(procOf(a.child.pid!).env.UV_THREADPOOL_SIZE).toBe('2');
+    expect(a.logs.find((l) => l.event === 'started')).toMatchObject({ threadpool: 2, threadpool_from: 'user' });
+    expect(a.logs.find((l) => l.event === 'threadpool_small')).toMatchObject({ level: 'warn', threadpool: 2, wanted: Math.max(4, cpus + 2) });
+  });
+
+  it('compression.threads set above the CPUs: re-executed with its pool where Node can, else a WARN naming the fix', async () => {
+    const a = await start('program', { SPOOLSHIP_COMPRESSION__THREADS: '6' });
+    const started = a.logs.find((l) => l.event === 'started');
+    expect(started).toMatchObject({ compression_threads: 6, threads_from: 'compression.threads' });
+    if (execve) {
+      expect(procOf(a.child.pid!).env.UV_THREADPOOL_SIZE).toBe('8');
+      expect(started).toMatchObject({ threadpool: 8, threadpool_from: 'spoolship' });
+    } else {
+      expect(started).toMatchObject({ threadpool: Math.max(4, cpus + 2) });
+      expect(a.logs.find((l) => l.event === 'threadpool_small')).toMatchObject({ level: 'warn', wanted: 8 });
+    }
+  });
+});

@@ -5,7 +5,8 @@ import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
-import { memorySettingsApplied, ownHeapGrowth } from '../memory.js';
+import { memorySettingsApplied, ownHeapGrowth, reexecForRun } from '../memory.js';
+import { compressionThreads, threadpoolSize } from '../../codec/threads.js';
 import { HeapGrowth } from '../../util/heap-growth.js';
 import { Scavenger, collections } from '../../util/scavenge.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
@@ -154,6 +155,8 @@ const command: Command = {
   async run(argv, io) {
     const { values } = parseCommandArgs('run', argv, { config: { type: 'string', short: 'c' } });
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true });
+    // The memory settings and libuv's pool for compression.threads, in this same process (src/cli/memory.ts).
+    if (io.env === process.env) reexecForRun(threadpoolSize(compressionThreads(loaded.config.compression.threads).threads));
     const log = createLogger(loaded.config.log, io.stderr);
     for (const w of loaded.warnings) log.warn(w);
     if (!memorySettingsApplied(io.env, process.execArgv)) {
