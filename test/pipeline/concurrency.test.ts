@@ -55,7 +55,12 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
     expect(most).toBeGreaterThan(8);
     expect(limit).toBeGreaterThan(8);
     expect(limit).toBeLessThan(64); // it grows only while the limit itself binds
-    expect(mostBytes).toBeLessThanOrEqual(maxInFlightBytes);
+    // The emulator's spans end when it estimates the answer leaves (LATENCY_MS
+    // after it is ready); the agent frees the bytes only once the answer has
+    // arrived, so on a loaded machine a span can outlive its request by a few
+    // ms and overlap the next one: one request's bytes (~300) of slack. The
+    // gauge below is the agent's exact account.
+    expect(mostBytes).toBeLessThanOrEqual(maxInFlightBytes + Math.max(...spans.map((s) => s.bytes)));
     expect(gaugeMost).toBeGreaterThan(0);
     expect(gaugeMost).toBeLessThanOrEqual(maxInFlightBytes);
     // Every answer is in: nothing holds the byte budget any more.
