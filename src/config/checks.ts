@@ -4,7 +4,6 @@ import path from 'node:path';
 import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
 import { isPlainObject, plain, valueOf } from './raw.js';
 import { closest } from './suggest.js';
-import type { SourceRoute } from './types.js';
 
 export function baseUrl(s: string): Parsed<string> {
   if (s === 'embedded') return ok(s);
@@ -65,6 +64,12 @@ export function redisUrl(s: string): Parsed<string> {
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return bad('must start with redis:// or rediss:// (TLS)');
   if (!u.hostname) return bad('has no host; e.g. redis://redis:6379');
   return ok(s);
+}
+
+export interface SourceRoute {
+  /** Globs, resolved relative to the config file's directory. */
+  include: string[];
+  datasource: string;
 }
 
 const DATASOURCE_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -25,7 +25,16 @@ export class Field<T = unknown> {
     /** Short type description, for docs and messages. */
     readonly type: string,
     readonly parse: (raw: unknown, ctx: FieldContext) => Parsed<T>,
+    /** The value when the key is absent (effective form: bytes, ms); set by `key()` in the schema. */
+    readonly defaultValue?: T,
+    /** One line for docs: what the key does. */
+    readonly doc?: string,
   ) {}
+}
+
+/** A key of the schema: its kind, default and one doc line, declared together (schema.ts). */
+export function key<T>(field: Field<T>, defaultValue: NoInfer<T>, doc: string): Field<T> {
+  return new Field(field.type, field.parse, defaultValue, doc);
 }
 
 export const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });

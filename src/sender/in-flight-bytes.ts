@@ -5,7 +5,7 @@
 // state_dir/spill (pipeline/held-bodies.ts), so this bounds disk, not memory.
 // Before the first body is seen the bound is the ceiling; one request always
 // goes (ByteBudget), so a body larger than the bound is never stuck.
-import { MAX_AUTO_IN_FLIGHT_BYTES } from '../config/defaults.js';
+import { MAX_AUTO_IN_FLIGHT_BYTES } from '../config/limits.js';
 
 /** Weight of each new body in the running mean: about the last 20 bodies count. */
 const MEAN_WEIGHT = 0.05;
