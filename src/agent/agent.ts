@@ -70,6 +70,8 @@ export interface AgentDeps {
   onBodyDropped?: (bytes: number, how: DroppedHow) => void;
   /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
   bodiesInMemoryBytes?: number;
+  /** The registry to count in: the daemon's, which a SIGHUP reload's new agent takes over (no counter goes down); a new one when absent. */
+  metrics?: Metrics;
 }
 
 export class Agent {
@@ -127,7 +129,9 @@ export class Agent {
       (event, fields, msg) => this.deps.log.warn({ event, ...fields }, msg),
       (event, fields, msg) => this.deps.log.info({ event, ...fields }, msg),
     );
-    this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
+    this.metrics = deps.metrics ?? createMetrics();
+    this.metrics.bind({ behindBytes: () => this.behindBytes(), ready: () => this.readyz().ready });
+    for (const s of config.spool.sources) this.metrics.knowDataSource(s.datasource);
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
   }
 
@@ -151,6 +155,7 @@ export class Agent {
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
       parts.add('state_dir watch', this.dirWatch);
       await this.openState();
+      for (const ds of this.store.dataSources()) this.metrics.knowDataSource(ds);
       const baseUrl = await this.connect();
       this.sender = this.createSender();
       this.pipeline = this.createPipeline();
@@ -394,7 +399,7 @@ export class Agent {
     // Until the parts are built (the address is taken before the state): not ready, no status.
     this.admin = new AdminServer({
       registry: metrics.registry,
-      readiness: () => (this.started ? this.readiness() : { ready: false, reasons: ['starting'] }),
+      readiness: () => this.readyz(),
       status: () => (this.started ? this.status() : null),
     });
     try {
@@ -463,6 +468,11 @@ export class Agent {
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
   private behindBytes(): Map<string, number> {
     return this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map();
+  }
+
+  /** /readyz: until the parts are built (the address is taken before the state), not ready. */
+  private readyz(): Readiness {
+    return this.started ? this.readiness() : { ready: false, reasons: ['starting'] };
   }
 
   readiness(): Readiness {

@@ -143,6 +143,15 @@ export class StateStore implements LongLived {
     return [...this.queued.values()];
   }
 
+  /** Every Data Source the state knows: of its files, its batches in flight and in the disk retry queue. */
+  dataSources(): Set<string> {
+    const out = new Set<string>();
+    for (const fp of this.progress.files.values()) out.add(fp.meta.ds);
+    for (const i of this.intents.values()) out.add(i.ds);
+    for (const q of this.queued.values()) out.add(q.ds);
+    return out;
+  }
+
   /** Lines of a damaged queue record, to be sent again from the spool: a new intent of their own (durable before the send). */
   async recordResend(ds: string, ranges: IntentRange[], lines: number): Promise<IntentInfo> {
     const info: IntentInfo = { id: this.nextId++, ds, ranges, at: this.opts.now(), lines, resend: true };
