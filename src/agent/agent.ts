@@ -465,9 +465,11 @@ export class Agent {
     this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
   }
 
-  /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
+  /** spoolship_behind_bytes, per Data Source (asked for at scrape time): past the committed offsets, and what waits in the disk retry queue. */
   private behindBytes(): Map<string, number> {
-    return this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map();
+    const behind = this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map<string, number>();
+    for (const [ds, n] of this.store?.queuedBytesBehind() ?? []) behind.set(ds, (behind.get(ds) ?? 0) + n);
+    return behind;
   }
 
   /** /readyz: until the parts are built (the address is taken before the state), not ready. */

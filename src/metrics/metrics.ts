@@ -16,7 +16,7 @@ import { version } from '../util/version.js';
 
 /** What the running agent answers at scrape time. */
 export interface MetricsSources {
-  /** Bytes on disk not yet committed, per Data Source: computed when /metrics is scraped. */
+  /** Bytes of the spool not yet acknowledged, per Data Source: computed when /metrics is scraped. */
   behindBytes?: () => Map<string, number>;
   /** /readyz answers 200 now. */
   ready?: () => boolean;
@@ -76,7 +76,7 @@ export function createMetrics(sources: MetricsSources = {}) {
     queueBatches: new client.Gauge({ name: 'spoolship_queue_batches', help: 'Batches in the disk retry queue', registers: reg }),
     behindBytes: new client.Gauge({
       name: 'spoolship_behind_bytes',
-      help: 'Bytes on disk not yet committed',
+      help: 'Bytes of the spool not yet acknowledged: unread, read, in flight or in the disk retry queue',
       labelNames: ['datasource'],
       registers: reg,
       // At scrape time: walking 10,000 files on every tick cost CPU and garbage.

@@ -117,6 +117,27 @@ describe('/metrics of a running agent', () => {
     }
   });
 
+  it('behind_bytes counts the batches waiting in the disk retry queue until they are acknowledged', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });
+    const cfg = await writeConfig(dir, t, { retry: { initial_ms: 10, max_ms: 50 } });
+    const p = spawnAgent(cfg.configFile);
+    const admin = (await p.started)!;
+    const file = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, lines('q', 0, 1000));
+    await waitFor(async () => (await metric(admin, 'spoolship_queue_batches')) >= 1 && (await metric(admin, 'spoolship_lines_read_total', 'datasource="ev"')) === 1000, 'a batch in the disk queue');
+    // Read, sent and failed, now on disk in the queue: still not acknowledged.
+    expect(await metric(admin, 'spoolship_behind_bytes', 'datasource="ev"')).toBe(1000 * LINE_BYTES);
+    await waitFor(async () => (await metric(admin, 'spoolship_queue_batches')) >= 1 && (await metric(admin, 'spoolship_requests_total', 'status="503"')) >= 10, 'more failed attempts');
+    expect(await metric(admin, 'spoolship_behind_bytes', 'datasource="ev"')).toBe(1000 * LINE_BYTES);
+
+    // The outage ends: everything is acknowledged and nothing is behind.
+    t.emu.setFaults([]);
+    await waitFor(async () => (await metric(admin, 'spoolship_lines_acked_total', 'datasource="ev"')) === 1000, 'all acknowledged');
+    await waitFor(async () => (await metric(admin, 'spoolship_behind_bytes', 'datasource="ev"')) === 0, 'nothing behind');
+  });
+
   it('spoolship_ready follows /readyz, spoolship_build_info names the version and node, and the text passes promtool check metrics', async () => {
     const dir = await tempDir();
     const t = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });
