@@ -75,6 +75,8 @@ export interface AgentDeps {
   codec?: Codec;
   /** Where compression.threads: auto looks for the CPUs (tests: a fake cgroup tree). */
   cpuProbe?: CpuProbe;
+  /** The registry to count in: the daemon's, which a SIGHUP reload's new agent takes over (no counter goes down); a new one when absent. */
+  metrics?: Metrics;
 }
 
 export class Agent {
@@ -135,7 +137,9 @@ export class Agent {
       (event, fields, msg) => this.deps.log.warn({ event, ...fields }, msg),
       (event, fields, msg) => this.deps.log.info({ event, ...fields }, msg),
     );
-    this.metrics = createMetrics({ behindBytes: () => this.behindBytes() });
+    this.metrics = deps.metrics ?? createMetrics();
+    this.metrics.bind({ behindBytes: () => this.behindBytes(), ready: () => this.readyz().ready });
+    for (const s of config.spool.sources) this.metrics.knowDataSource(s.datasource);
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
     this.metrics.compressionThreads.set(this.threads.threads);
   }
@@ -160,6 +164,7 @@ export class Agent {
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
       parts.add('state_dir watch', this.dirWatch);
       await this.openState();
+      for (const ds of this.store.dataSources()) this.metrics.knowDataSource(ds);
       const baseUrl = await this.connect();
       this.sender = this.createSender();
       this.pipeline = this.createPipeline();
@@ -408,7 +413,7 @@ export class Agent {
     // Until the parts are built (the address is taken before the state): not ready, no status.
     this.admin = new AdminServer({
       registry: metrics.registry,
-      readiness: () => (this.started ? this.readiness() : { ready: false, reasons: ['starting'] }),
+      readiness: () => this.readyz(),
       status: () => (this.started ? this.status() : null),
     });
     try {
@@ -474,9 +479,16 @@ export class Agent {
     this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
   }
 
-  /** spoolship_behind_bytes, per Data Source (asked for at scrape time). */
+  /** spoolship_behind_bytes, per Data Source (asked for at scrape time): past the committed offsets, and what waits in the disk retry queue. */
   private behindBytes(): Map<string, number> {
-    return this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map();
+    const behind = this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map<string, number>();
+    for (const [ds, n] of this.store?.queuedBytesBehind() ?? []) behind.set(ds, (behind.get(ds) ?? 0) + n);
+    return behind;
+  }
+
+  /** /readyz: until the parts are built (the address is taken before the state), not ready. */
+  private readyz(): Readiness {
+    return this.started ? this.readiness() : { ready: false, reasons: ['starting'] };
   }
 
   readiness(): Readiness {

@@ -1,11 +1,9 @@
 // Dispatcher: finds the command, prints help and version, and turns thrown
 // SpoolshipErrors into their exit codes. Command modules load lazily so that
 // `spoolship --version` and `check-config` do not pay for undici or zstd.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SpoolshipError } from '../errors.js';
 import type { CliIo, Command } from './command.js';
+import { version } from '../util/version.js';
 
 interface Entry {
   summary: string;
@@ -23,21 +21,7 @@ const COMMANDS: Record<string, Entry> = {
   clusters: { summary: 'manage dedicated clusters (list, config, rebalance, replicas)', load: async () => (await import('./commands/clusters.js')).default },
 };
 
-/** The package's version, from the nearest package.json above this module (src/cli/, or dist/ once bundled). */
-export function version(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version: string };
-      if (pkg.name === 'spoolship') return pkg.version;
-    } catch {
-      // no package.json here
-    }
-    const up = path.dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
-}
+export { version };
 
 function mainHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));

@@ -1,21 +1,46 @@
-// Every metric of README "Metrics and health", with its fixed name and labels, in one
+// Every metric of docs/metrics.md, with its fixed name and labels, in one
 // registry that is passed to each stage. Updated per batch or state change,
 // never per line.
+//
+// Two promises to alerting (docs/metrics.md "Series from the start"):
+// - Every labelled counter has its series at 0 for each known Data Source and
+//   each of its reasons (knowDataSource) before it first counts: an
+//   increase() over a series that appears at 1 is nothing, so the first
+//   dead letter or lost line of an instance never fired an alert.
+// - The registry outlives the agent: a SIGHUP reload builds a new agent on
+//   the same one (bind), so no counter goes down without a restart.
 import client from 'prom-client';
+import { DEAD_LETTER_REASONS } from '../deadletter/files.js';
+import type { RetryReason } from '../sender/retry-policy.js';
+import { version } from '../util/version.js';
 
+/** What the running agent answers at scrape time. */
 export interface MetricsSources {
-  /** Bytes on disk not yet committed, per Data Source: computed when /metrics is scraped. */
+  /** Bytes of the spool not yet acknowledged, per Data Source: computed when /metrics is scraped. */
   behindBytes?: () => Map<string, number>;
+  /** /readyz answers 200 now. */
+  ready?: () => boolean;
 }
 
 /** Every reason spoolship_parked reports, each present (0) from the start. */
 export const PARK_REASONS = ['token_rejected', 'workspace_not_found', 'bad_request', 'datasource_rejected', 'unexpected_response', 'disk_full', 'state_dir_unwritable'] as const;
 
+/** spoolship_retries_total's reasons: every RetryReason of sender/retry-policy.ts (the Record makes a new one a compile error here). */
+export const RETRY_REASONS = Object.keys({ '429': 1, '5xx': 1, timeout: 1, network: 1, goaway: 1, '413': 1, '400': 1 } satisfies Record<RetryReason, 1>) as RetryReason[];
+
+/** spoolship_lines_lost_total's reasons: queue_corrupt and file_gone (recovery/resend.ts), dead_letter_full (observe/state-events.ts). */
+export const LOST_REASONS = ['queue_corrupt', 'dead_letter_full', 'file_gone'] as const;
+
 export function createMetrics(sources: MetricsSources = {}) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
+  // Gauges named like counters: `promtool check metrics` rejects them, and
+  // nodejs_active_{handles,requests,resources}{type} carry the same counts.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
   const reg = [registry];
-  const reported = new Set<string>();
+  let src = sources;
+  /** Data Sources whose series exist (knowDataSource). */
+  const known = new Set<string>();
   const m = {
     registry,
     linesRead: new client.Counter({ name: 'spoolship_lines_read_total', help: 'Lines read from spool files', labelNames: ['datasource'], registers: reg }),
@@ -51,20 +76,25 @@ export function createMetrics(sources: MetricsSources = {}) {
     queueBatches: new client.Gauge({ name: 'spoolship_queue_batches', help: 'Batches in the disk retry queue', registers: reg }),
     behindBytes: new client.Gauge({
       name: 'spoolship_behind_bytes',
-      help: 'Bytes on disk not yet committed',
+      help: 'Bytes of the spool not yet acknowledged: unread, read, in flight or in the disk retry queue',
       labelNames: ['datasource'],
       registers: reg,
       // At scrape time: walking 10,000 files on every tick cost CPU and garbage.
       collect() {
-        const now = sources.behindBytes?.();
-        if (!now) return;
-        for (const ds of reported) if (!now.has(ds)) this.set({ datasource: ds }, 0);
-        for (const [ds, n] of now) {
-          reported.add(ds);
-          this.set({ datasource: ds }, n);
-        }
+        const now = src.behindBytes?.() ?? new Map<string, number>();
+        for (const ds of now.keys()) knowDataSource(ds);
+        for (const ds of known) this.set({ datasource: ds }, now.get(ds) ?? 0);
       },
     }),
+    ready: new client.Gauge({
+      name: 'spoolship_ready',
+      help: '1 while /readyz answers 200, else 0',
+      registers: reg,
+      collect() {
+        this.set(src.ready?.() === true ? 1 : 0);
+      },
+    }),
+    buildInfo: new client.Gauge({ name: 'spoolship_build_info', help: 'Always 1: the version of spoolship and of Node.js', labelNames: ['version', 'node'], registers: reg }),
     ackLatency: new client.Histogram({
       name: 'spoolship_ack_latency_seconds',
       help: 'Time from reading a line to its acknowledgement',
@@ -89,7 +119,7 @@ export function createMetrics(sources: MetricsSources = {}) {
     }),
     linesLost: new client.Counter({
       name: 'spoolship_lines_lost_total',
-      help: 'Lines that could not be delivered nor kept: queue_corrupt (a damaged queue record whose lines changed in the spool), dead_letter_full',
+      help: 'Lines that could not be delivered nor kept: queue_corrupt (a damaged queue record whose lines changed in the spool), dead_letter_full, file_gone (a batch unanswered at a crash whose bytes were gone at the restart)',
       labelNames: ['datasource', 'reason'],
       registers: reg,
     }),
@@ -119,13 +149,36 @@ export function createMetrics(sources: MetricsSources = {}) {
       registers: reg,
     }),
   };
-  for (const reason of PARK_REASONS) m.parked.set({ reason }, 0);
-  m.limiterFallback.set(0);
-  m.queueBytes.set(0);
-  m.spilledBodyBytes.set(0);
-  m.inFlightBytes.set(0);
-  m.queueBatches.set(0);
-  return m;
+
+  /** The zero series of a Data Source, once: called when it is first seen, before anything counts for it. */
+  function knowDataSource(ds: string): void {
+    if (known.has(ds)) return;
+    known.add(ds);
+    for (const c of [m.linesRead, m.linesAcked, m.bytesRead, m.bytesSent, m.rowsQuarantined]) c.inc({ datasource: ds }, 0);
+    for (const reason of DEAD_LETTER_REASONS) m.linesDeadLettered.inc({ datasource: ds, reason }, 0);
+    for (const reason of LOST_REASONS) m.linesLost.inc({ datasource: ds, reason }, 0);
+  }
+
+  /** The gauges a (re)started agent sets again as it goes: their value at its start. */
+  function resetGauges(): void {
+    for (const reason of PARK_REASONS) m.parked.set({ reason }, 0);
+    m.limiterFallback.set(0);
+    m.queueBytes.set(0);
+    m.spilledBodyBytes.set(0);
+    m.inFlightBytes.set(0);
+    m.queueBatches.set(0);
+  }
+
+  /** A (re)started agent takes over the registry: its scrape-time answers, its gauges from their start values; counters go on. */
+  function bind(next: MetricsSources): void {
+    src = next;
+    resetGauges();
+  }
+
+  for (const reason of RETRY_REASONS) m.retries.inc({ reason }, 0);
+  m.buildInfo.set({ version: version(), node: process.version }, 1);
+  resetGauges();
+  return Object.assign(m, { knowDataSource, bind });
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

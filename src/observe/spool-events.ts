@@ -1,6 +1,7 @@
 // What the reading side tells operators: one log event per file discovered,
 // truncated (copytruncate) or finished, a symlink not followed, the spool's
-// layout changes (spool/layout.ts), and the lines and bytes read.
+// layout changes (spool/layout.ts), and the lines and bytes read. A Data
+// Source's directory or first file makes its metric series exist, at 0.
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SpoolLayout } from '../spool/layout.js';
@@ -9,14 +10,20 @@ import type { SpoolerEvents } from '../spool/options.js';
 export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => void; onLayout: (layout: SpoolLayout) => void }): SpoolerEvents {
   const { log, metrics } = o;
   return {
-    onDiscovered: (ds, file) => log.info({ event: 'file_discovered', datasource: ds, file }, 'file discovered'),
+    onDiscovered: (ds, file) => {
+      metrics.knowDataSource(ds);
+      log.info({ event: 'file_discovered', datasource: ds, file }, 'file discovered');
+    },
     onTruncated: (ds, file) => {
       metrics.truncations.inc();
       log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
     },
     onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
     onIdle: o.onIdle,
-    onLayout: o.onLayout,
+    onLayout: (layout) => {
+      for (const ds of layout.dataSourceDirs) metrics.knowDataSource(ds);
+      o.onLayout(layout);
+    },
     onListFailed: (dir, code) => log.warn({ event: 'spool_list_failed', dir, code }, 'a spool directory cannot be listed: its files are kept as they were; will retry at each scan'),
     onListRecovered: (dir) => log.info({ event: 'spool_list_recovered', dir }, 'a spool directory is listed again'),
   };
@@ -30,6 +37,8 @@ export function symlinkSkipped(log: Logger): (file: string, target: string | nul
 /** The batcher took lines of a Data Source. */
 export function linesRead(metrics: Metrics): (ds: string, lines: number, bytes: number) => void {
   return (ds, lines, bytes) => {
+    // Discovery made the series already; this covers a path that did not (cheap: a Set lookup per chunk).
+    metrics.knowDataSource(ds);
     metrics.linesRead.inc({ datasource: ds }, lines);
     metrics.bytesRead.inc({ datasource: ds }, bytes);
   };

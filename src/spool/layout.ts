@@ -12,6 +12,8 @@ export interface SpoolLayout {
   missing: boolean;
   /** Directories directly under spool.dir that are skipped: not a valid Data Source name. */
   skippedDirs: string[];
+  /** Names of the directories directly under spool.dir that are Data Sources (their metrics exist from now on, at 0). */
+  dataSourceDirs: string[];
 }
 
 export async function checkLayout(spoolDir: string): Promise<SpoolLayout> {
@@ -19,18 +21,19 @@ export async function checkLayout(spoolDir: string): Promise<SpoolLayout> {
   try {
     entries = await fsp.readdir(spoolDir, { withFileTypes: true });
   } catch {
-    return { missing: true, skippedDirs: [] };
+    return { missing: true, skippedDirs: [], dataSourceDirs: [] };
   }
   const skippedDirs = entries
     .filter((e) => e.isDirectory() && !isDataSourceName(e.name))
     .map((e) => path.join(spoolDir, e.name))
     .sort();
-  return { missing: false, skippedDirs };
+  const dataSourceDirs = entries.filter((e) => e.isDirectory() && isDataSourceName(e.name)).map((e) => e.name);
+  return { missing: false, skippedDirs, dataSourceDirs };
 }
 
 /** Log a change of the layout once: a newly missing spool.dir, a newly skipped directory, a spool.dir that appeared. */
 export class LayoutReporter {
-  private last: SpoolLayout = { missing: false, skippedDirs: [] };
+  private last: SpoolLayout = { missing: false, skippedDirs: [], dataSourceDirs: [] };
   private warned = new Set<string>();
 
   constructor(

@@ -143,6 +143,34 @@ export class StateStore implements LongLived {
     return [...this.queued.values()];
   }
 
+  /**
+   * spoolship_behind_bytes' share of the disk retry queue, per Data Source: a
+   * queued batch is done for the committed offset, not acknowledged. Only
+   * the bytes below their file's committed offset (past it, the file's own
+   * count has them); all of them once the state forgot the file.
+   */
+  queuedBytesBehind(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const q of this.queued.values()) {
+      let n = 0;
+      for (const r of q.ranges) {
+        const committed = this.progress.files.get(r.file)?.committed ?? Infinity;
+        n += Math.max(0, Math.min(r.end, committed) - r.start);
+      }
+      if (n > 0) out.set(q.ds, (out.get(q.ds) ?? 0) + n);
+    }
+    return out;
+  }
+
+  /** Every Data Source the state knows: of its files, its batches in flight and in the disk retry queue. */
+  dataSources(): Set<string> {
+    const out = new Set<string>();
+    for (const fp of this.progress.files.values()) out.add(fp.meta.ds);
+    for (const i of this.intents.values()) out.add(i.ds);
+    for (const q of this.queued.values()) out.add(q.ds);
+    return out;
+  }
+
   /** Lines of a damaged queue record, to be sent again from the spool: a new intent of their own (durable before the send). */
   async recordResend(ds: string, ranges: IntentRange[], lines: number): Promise<IntentInfo> {
     const info: IntentInfo = { id: this.nextId++, ds, ranges, at: this.opts.now(), lines, resend: true };

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
@@ -34,11 +35,42 @@ describe('config/alerts.yaml', () => {
     }
   });
 
-  it('covers parked, a growing backlog, dead letters, quarantined rows, no acknowledgements and the limiter fallback', () => {
+  it('covers the agent down, not ready, parked, a growing backlog, behind without acknowledgements, dead letters, lost lines, quarantined rows and the limiter fallback', () => {
     const used = (metric: string) => rules.some((r) => r.expr.includes(metric));
-    for (const m of ['spoolship_parked', 'spoolship_behind_bytes', 'spoolship_lines_dead_lettered_total', 'spoolship_rows_quarantined_total', 'spoolship_lines_acked_total', 'spoolship_limiter_fallback']) {
+    for (const m of ['up{', 'absent(up', 'spoolship_ready', 'spoolship_parked', 'spoolship_behind_bytes', 'spoolship_lines_dead_lettered_total', 'spoolship_lines_lost_total', 'spoolship_rows_quarantined_total', 'spoolship_lines_acked_total', 'spoolship_limiter_fallback']) {
       expect(used(m), m).toBe(true);
     }
+    const rule = (name: string) => rules.find((r) => r.alert === name)!;
+    expect(rule('SpoolshipNotReady').for).toBe('5m');
+    // Behind growing while nothing is acknowledged, per Data Source and with no size threshold (a quiet outage is small).
+    expect(rule('SpoolshipBehindWithoutAcknowledgements').expr).not.toMatch(/e6|e9/);
+  });
+
+  describe('promtool test rules test/ops-files/alerts.rules-test.yaml', () => {
+    interface RuleTest {
+      alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }>;
+    }
+    const spec = YAML.parse(readFileSync('test/ops-files/alerts.rules-test.yaml', 'utf8')) as { rule_files: string[]; tests: RuleTest[] };
+    const cases = spec.tests.flatMap((t) => t.alert_rule_test);
+
+    it('tests every rule both firing and not firing', () => {
+      expect(spec.rule_files).toEqual(['../../config/alerts.yaml']);
+      for (const r of rules) {
+        expect(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length > 0), `${r.alert} firing`).toBe(true);
+        expect(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length === 0), `${r.alert} not firing`).toBe(true);
+      }
+    });
+
+    it('passes', async () => {
+      const run = await new Promise<{ code: number | string; out: string }>((resolve) =>
+        execFile('promtool', ['test', 'rules', 'test/ops-files/alerts.rules-test.yaml'], (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as NodeJS.ErrnoException).code ?? 1) : 0, out: stdout + stderr }),
+        ),
+      );
+      if (run.code === 'ENOENT') throw new Error('promtool is not installed: apt-get install prometheus (README "Development")');
+      expect(run.out).toMatch(/SUCCESS/);
+      expect(run.code, run.out).toBe(0);
+    });
   });
 
   it('uses only metrics the agent exports', async () => {

@@ -30,7 +30,7 @@ describe('deploy/grafana/spoolship-dashboard.json', () => {
   it('is an importable dashboard: unique panel ids, every query panel on the Prometheus variable and inside the 24-column grid', () => {
     expect(dash.uid).toBe('spoolship');
     expect(dash.schemaVersion).toBeGreaterThanOrEqual(36);
-    expect(dash.templating.list.map((v) => v.name)).toEqual(['prometheus', 'data_source']);
+    expect(dash.templating.list.map((v) => v.name)).toEqual(['prometheus', 'instance', 'data_source']);
     expect(new Set(dash.panels.map((p) => p.id)).size).toBe(dash.panels.length);
     for (const p of queryPanels) {
       expect(p.title.length, `panel ${p.id}`).toBeGreaterThan(3);
@@ -58,10 +58,22 @@ describe('deploy/grafana/spoolship-dashboard.json', () => {
     expect(shows(/spoolship_ack_latency_seconds_bucket/)).toBe(true);
     expect(shows(/spoolship_queue_bytes/)).toBe(true);
     expect(shows(/sum by \(reason\) \(rate\(spoolship_retries_total/)).toBe(true);
-    expect(shows(/max by \(reason\) \(spoolship_parked\)/)).toBe(true);
+    expect(shows(/max by \(reason\) \(spoolship_parked\{/)).toBe(true);
     expect(shows(/spoolship_rows_quarantined_total/)).toBe(true);
     expect(shows(/spoolship_in_flight_limit/)).toBe(true);
     expect(shows(/spoolship_in_flight_bytes/)).toBe(true);
+  });
+
+  it('has an instance (pod) variable that every query filters by, and that the Data Source list follows', () => {
+    const instance = dash.templating.list.find((v) => v.name === 'instance') as unknown as { type: string; definition: string; multi: boolean; includeAll: boolean; allValue: string };
+    expect(instance.type).toBe('query');
+    expect(instance.definition).toBe('label_values(spoolship_build_info, instance)');
+    expect([instance.multi, instance.includeAll, instance.allValue]).toEqual([true, true, '.*']);
+    const dataSource = dash.templating.list.find((v) => v.name === 'data_source') as unknown as { definition: string };
+    expect(dataSource.definition).toContain('instance=~"$instance"');
+    for (const e of exprs) {
+      for (const [sel] of e.matchAll(/\bspoolship_[a-z_]+(\{[^}]*\})?/g)) expect(sel, e).toContain('instance=~"$instance"');
+    }
   });
 
   it('queries only metrics the agent exports, with their labels', async () => {

@@ -4,6 +4,7 @@ import { loadConfig, restartRequiredChanges } from '../../config/index.js';
 import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
+import { createMetrics } from '../../metrics/metrics.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
 import { memorySettingsApplied, ownHeapGrowth, reexecForRun } from '../memory.js';
 import { compressionThreads, threadpoolSize } from '../../codec/threads.js';
@@ -65,6 +66,8 @@ class Daemon {
   private readonly heapGrowth = ownHeapGrowth(process.execArgv) ? null : new HeapGrowth();
   /** Compressed bodies' native memory goes back soon after the pipeline drops it. */
   private readonly scavenger = new Scavenger(collections());
+  /** One registry for the process: a reload is not a restart, so no counter goes down (each agent binds to it). */
+  private readonly metrics = createMetrics();
 
   async start(): Promise<void> {
     this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
@@ -75,6 +78,7 @@ class Daemon {
     const heap = this.heapGrowth;
     return Agent.start(config, {
       log: this.log,
+      metrics: this.metrics,
       onStateSize: heap ? (files) => heap.update(files) : undefined,
       onBodyDropped: (bytes, how) => this.scavenger.dropped(bytes, how),
       onFatal: (err) => {
