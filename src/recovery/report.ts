@@ -4,6 +4,8 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import type { Recovery } from '../state/store.js';
 
+const AFFECTED_SHOWN = 20;
+
 export function reportRecovery(rec: Recovery, stateDir: string, log: Logger): void {
   if (rec.usedPrevCheckpoint) {
     log.error(
@@ -13,10 +15,14 @@ export function reportRecovery(rec: Recovery, stateDir: string, log: Logger): vo
   }
   if (rec.upgradedCheckpoint) log.warn({ event: 'checkpoint_upgraded', state_dir: stateDir }, 'checkpoint in the previous format (version 1, no CRC) read; it is rewritten as version 2 (an older spoolship cannot read it)');
   if (rec.tornJournal) log.warn({ event: 'journal_torn_tail' }, 'journal had a torn tail (crash during a write); cut it off');
+  // What the lost records can touch, by Data Source and spool file: at most
+  // AFFECTED_SHOWN files named (a state of thousands would drown the line).
+  const affected = rec.affectedFiles.slice(0, AFFECTED_SHOWN);
+  const datasources = [...new Set(rec.affectedFiles.map((f) => f.datasource))].sort();
   for (const bad of rec.corruptJournal) {
     log.error(
-      { event: 'state_corrupt', what: 'journal', file: bad.file, bytes: [bad.start, bad.end] },
-      'journal damaged (not a torn tail): the records in these bytes are lost, the ones after them were read; batches they acknowledged may be sent again, no line is skipped',
+      { event: 'state_corrupt', what: 'journal', file: bad.file, bytes: [bad.start, bad.end], datasources, affected, affected_files: rec.affectedFiles.length },
+      'journal damaged (not a torn tail): the records in these bytes are lost, the ones after them were read; the affected ranges of these files are sent again (resend, and from read_from on), no line is skipped',
     );
   }
 }

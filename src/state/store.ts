@@ -41,6 +41,21 @@ export interface Recovery {
   tornJournal: boolean;
   /** Damaged stretches of journals: the records in them are lost (their batches may be sent again; no line is skipped). */
   corruptJournal: Array<{ file: string; start: number; end: number }>;
+  /**
+   * With a damaged journal, what its lost records can touch, per spool file:
+   * the ranges resent at this start (unacknowledged batches) and where
+   * reading resumes (what was read after it is read and sent again).
+   */
+  affectedFiles: AffectedFile[];
+}
+
+export interface AffectedFile {
+  datasource: string;
+  file: string;
+  /** Byte ranges [start, end) of unacknowledged batches, sent again now. */
+  resend: Array<[number, number]>;
+  /** Reading resumes here: bytes after it are read (and sent) again. */
+  read_from: number;
 }
 
 /** What an identity check saw of a file. */
@@ -266,6 +281,18 @@ export class StateStore implements LongLived {
   }
 
   /** A tracked file's identity (device, inode, first bytes, path), or undefined. */
+  /** Every file of the state with what a restart sends of it again (Recovery.affectedFiles). */
+  private affectedFiles(resumeAt: ReadonlyMap<string, number>): AffectedFile[] {
+    const resend = new Map<string, Array<[number, number]>>();
+    for (const i of this.intents.values()) for (const r of i.ranges) (resend.get(r.file) ?? resend.set(r.file, []).get(r.file)!).push([r.start, r.end]);
+    return [...this.progress.files.values()].map((fp) => ({
+      datasource: fp.meta.ds,
+      file: fp.meta.path,
+      resend: (resend.get(fp.meta.key) ?? []).sort((a, b) => a[0] - b[0]),
+      read_from: resumeAt.get(fp.meta.key) ?? fp.committed,
+    }));
+  }
+
   metaOf(key: string): FileMeta | undefined {
     return this.progress.files.get(key)?.meta;
   }
@@ -363,6 +390,7 @@ export class StateStore implements LongLived {
       upgradedCheckpoint: replayed.upgradedCheckpoint,
       tornJournal: replayed.tornJournal,
       corruptJournal: replayed.corruptJournal,
+      affectedFiles: replayed.corruptJournal.length > 0 ? this.affectedFiles(replayed.resumeAt) : [],
     };
     this.checkpointSeq = replayed.checkpointSeq;
     this.seq = Math.max(0, ...replayed.journalSeqs, replayed.checkpointSeq);
