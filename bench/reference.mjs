@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The in-run reference: the bare pipeline of issue 8, with no checkpoints, no
 // retries and no per-line work. Read a Data Source's files into 10 MB
-// buffers, cut at the last newline, compress (two compressions in flight on
-// the threadpool), POST over HTTP/1.1 (undici Pool, as spoolship uses) with
+// buffers, cut at the last newline, compress (--compress compressions in
+// flight on the threadpool: bench/lib/runs.mjs gives the CPUs, as the
+// agent's compression.threads: auto does), POST over HTTP/1.1 (undici Pool, as spoolship uses) with
 // wait=true. Prints one JSON line with what it did. Run by bench/run.mjs in
 // its own process so that its CPU and RSS are measured like the agent's.
 //

@@ -1,5 +1,6 @@
 // One measured run of the reference or of the agent on a corpus, against
 // ctx.sink, with /proc sampling; and the columns of the throughput tables.
+import os from 'node:os';
 import { spawn } from 'node:child_process';
 import { linkSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -42,6 +43,14 @@ function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = 
   return w;
 }
 
+/**
+ * Compressions the reference keeps in flight: as many as the agent's
+ * compression.threads: auto gives on this machine (its CPUs; the bench runs
+ * without a cgroup limit), so the ratio means the same on 2 cores and on 16.
+ * Its libuv pool is sized as the agent's launcher sizes the agent's.
+ */
+export const REFERENCE_COMPRESSIONS = Math.max(1, os.availableParallelism());
+
 /** Run the reference in its own process; returns a result row. */
 export async function runReference(corpus, codec, level) {
   const { root } = ctx;
@@ -51,8 +60,8 @@ export async function runReference(corpus, codec, level) {
   const epoch0 = Date.now();
   const child = spawn(
     process.execPath,
-    [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines)],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines), '--compress', String(REFERENCE_COMPRESSIONS)],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, UV_THREADPOOL_SIZE: String(Math.max(4, REFERENCE_COMPRESSIONS + 2)) } },
   );
   let cpuS = 0;
   let hwm = 0;
