@@ -74,6 +74,7 @@ class Daemon {
     const heap = this.heapGrowth;
     return Agent.start(config, {
       log: this.log,
+      env: this.io.env,
       onStateSize: heap ? (files) => heap.update(files) : undefined,
       onBodyDropped: (bytes, how) => this.scavenger.dropped(bytes, how),
       onFatal: (err) => {
