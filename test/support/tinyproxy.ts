@@ -44,10 +44,12 @@ export async function startTinyproxy(dir: string, auth?: { user: string; passwor
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawn('/usr/bin/tinyproxy', ['-d', '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn('tinyproxy', ['-d', '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
+  // Not installed: say how to get it instead of an unhandled spawn error.
+  child.once('error', (err: NodeJS.ErrnoException) => (stderr += `${err.code === 'ENOENT' ? 'tinyproxy is not installed (Debian: apt-get install tinyproxy)' : err.message}`));
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const exited = new Promise<void>((r) => child.once('close', () => r()));
   await waitListening(port, exited, () => stderr);
   const userinfo = auth ? `${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.password)}@` : '';
   return {
