@@ -63,11 +63,12 @@ describe('api.proxy', () => {
     expect(await stored(emu, dir)).toBe(body(0, 5).toString());
   });
 
-  it('over TLS with HTTP/2 offered, through the tunnel', async () => {
-    const { emu, proxy } = await setup({ tls: true });
+  it('over TLS, HTTP/2 inside the tunnel (api.http2)', async () => {
+    const { emu, proxy } = await setup({ tls: true, recordRequests: true });
     const c = client(emu, proxy.url, {}, true);
     expectStatus(await c.post('ev', body(0, 1), null), 200);
     expect(proxy.connects()).toEqual([target(emu)]);
+    expect(emu.requests().map((r) => r.httpVersion)).toEqual(['2']);
   });
 
   it('a wrong password: an error outcome naming the proxy and the refusal, without the password; nothing sent', async () => {
