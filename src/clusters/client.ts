@@ -4,7 +4,7 @@
 // caller (the CLI's read-modify-write) is the one place that decides what to
 // do next. Every non-2xx becomes an ApiError carrying the status, the
 // server's body and a hint; no answer at all becomes a NetworkError.
-import { Agent, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
+import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { ProxyRoute } from '../config/proxy.js';
 import { ApiError, NetworkError } from '../errors.js';
 import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
@@ -122,7 +122,7 @@ export class ClusterClient {
 
 function ownDispatcher(baseUrl: string, route: ProxyRoute | undefined, timeoutMs: number): Dispatcher {
   if (!route || route.kind === 'direct') return new Agent({ keepAliveTimeout: 1_000 });
-  return createDispatcher({ Pool, ProxyAgent, EnvHttpProxyAgent }, new URL(baseUrl).origin, { route, tls: {}, connections: null, allowH2: false, timeoutMs });
+  return createDispatcher({ Pool, ProxyAgent, EnvHttpProxyAgent, buildConnector }, new URL(baseUrl).origin, { route, tls: {}, connections: null, allowH2: false, timeoutMs });
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

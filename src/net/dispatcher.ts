@@ -9,11 +9,13 @@
 // refused CONNECT (407 or 401 for credentials, 403 for a policy) or a proxy
 // that cannot be reached becomes a ProxyFailure whose code says so and whose
 // message shows the proxy with its password as ***.
-import type { Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
+import type { Socket } from 'node:net';
 import type { ProxyRoute } from '../config/proxy.js';
+import type { TlsFailureMemo } from './tls-failure.js';
 
 /** The parts of undici used here (the lazily imported module, or named imports). */
-export type Undici = Pick<typeof import('undici'), 'Pool' | 'ProxyAgent' | 'EnvHttpProxyAgent'>;
+export type Undici = Pick<typeof import('undici'), 'Pool' | 'ProxyAgent' | 'EnvHttpProxyAgent' | 'buildConnector'>;
 
 export interface TlsMaterial {
   /** Extra CA bundle (api.ca_file). */
@@ -31,6 +33,8 @@ export interface DispatcherOptions {
   allowH2: boolean;
   /** Headers and body timeouts. */
   timeoutMs: number;
+  /** Shown every new TLS connection to the API, to name a refusal undici reports as a closed socket. */
+  tlsMemo?: TlsFailureMemo;
 }
 
 /** A proxy that refused the tunnel or could not be reached. `code`: PROXY_<status> or PROXY_<errno>. */
@@ -60,7 +64,11 @@ export function createDispatcher(undici: Undici, origin: string, o: DispatcherOp
     bodyTimeout: o.timeoutMs,
   };
   const tls = Object.keys(o.tls).length > 0 ? o.tls : undefined;
-  if (o.route.kind === 'direct') return new undici.Pool(origin, { ...common, connect: tls });
+  const memo = o.tlsMemo;
+  // The pools to the API's origin (direct, or inside a tunnel), with their connector shown to the memo.
+  const factory = (poolOrigin: string | URL, options: { connect?: unknown }) =>
+    new undici.Pool(poolOrigin, { ...options, connect: (memo ? watched(undici, options.connect, o.allowH2, memo) : options.connect) as Pool.Options['connect'] });
+  if (o.route.kind === 'direct') return factory(origin, { ...common, connect: tls });
   const shown = o.route.shown;
   const ProxyClient = proxyClientClass(undici, shown);
   const proxied = {
@@ -68,11 +76,24 @@ export function createDispatcher(undici: Undici, origin: string, o: DispatcherOp
     // The tunnel's far end: TLS to the API with its CA and client certificate, HTTP/2 offered by ALPN.
     requestTls: { ...tls, allowH2: o.allowH2 },
     clientFactory: (url: URL, opts: object) => new ProxyClient(url, opts),
+    factory,
   };
   if (o.route.noProxy === null) return new undici.ProxyAgent({ ...proxied, uri: o.route.url });
   // From the environment: undici applies NO_PROXY per request; the rest is
   // decided already (the URL for this origin's scheme), so both slots get it.
   return new undici.EnvHttpProxyAgent({ ...proxied, connect: tls, httpProxy: o.route.url, httpsProxy: o.route.url, noProxy: o.route.noProxy });
+}
+
+type Connector = (opts: object, cb: (err: Error | null, socket: Socket | null) => void) => void;
+
+/** The pool's connector (undici's own, or the proxy tunnel's), each new socket shown to `memo`. */
+function watched(undici: Undici, connect: unknown, allowH2: boolean, memo: TlsFailureMemo): Connector {
+  const inner = (typeof connect === 'function' ? connect : undici.buildConnector({ ...(connect as object), allowH2 })) as Connector;
+  return (opts, cb) =>
+    inner(opts, (err, socket) => {
+      if (socket) memo.watch(socket);
+      cb(err, socket);
+    });
 }
 
 /** undici's client to the proxy, whose CONNECT answers and connect errors become ProxyFailures. */

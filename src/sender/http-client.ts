@@ -13,6 +13,7 @@ import type { Dispatcher } from 'undici';
 import { DIRECT, type ProxyRoute } from '../config/proxy.js';
 import type { ClientIdentity } from '../net/client-identity.js';
 import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
+import { TlsFailureMemo } from '../net/tls-failure.js';
 import type { Body } from './body.js';
 
 export type SendOutcome =
@@ -65,6 +66,8 @@ export class EventsClient implements LongLived {
   /** Dispatchers replaced by renew(), finishing their requests; close() and destroy() wait for them. */
   private readonly retiring = new Set<Promise<void>>();
   private ended: 'closed' | 'destroyed' | null = null;
+  /** Names a TLS refusal (a client certificate refused) that undici reports as a closed socket. */
+  private readonly tlsMemo = new TlsFailureMemo(() => this.identity !== null);
 
   constructor(private readonly opts: EventsClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -90,6 +93,7 @@ export class EventsClient implements LongLived {
         connections: this.opts.maxConnections,
         allowH2: this.opts.http2,
         timeoutMs: this.opts.timeoutMs,
+        tlsMemo: this.tlsMemo,
       }),
     );
     return this.poolP;
@@ -146,7 +150,7 @@ export class EventsClient implements LongLived {
       };
     } catch (err) {
       if (cut?.aborted && !timeout.aborted) return { kind: 'error', code: 'ABORTED', timeout: false, message: 'request cut: the sender was destroyed' };
-      return errorOutcome(err, timeout.aborted);
+      return errorOutcome(this.tlsMemo.explain(err) ?? err, timeout.aborted);
     }
   }
 
