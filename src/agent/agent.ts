@@ -33,7 +33,10 @@ import type { DroppedHow } from '../util/scavenge.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { deadLetterDropped, queueRecordSkipped, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
+import { clientCertChanged, clientCertRefused, deadLetterDropped, proxyInUse, queueRecordSkipped, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
+import { DIRECT, proxyRoute, type ProxyRoute } from '../config/proxy.js';
+import { ClientIdentitySource } from '../net/client-identity.js';
+import { EMBEDDED_NETWORK } from '../net/setup.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
@@ -77,6 +80,8 @@ export interface AgentDeps {
   cpuProbe?: CpuProbe;
   /** The registry to count in: the daemon's, which a SIGHUP reload's new agent takes over (no counter goes down); a new one when absent. */
   metrics?: Metrics;
+  /** The environment `api.proxy: null` reads (HTTPS_PROXY, NO_PROXY and the like); default: empty, no proxy. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export class Agent {
@@ -97,6 +102,9 @@ export class Agent {
   private admin: AdminServer | null = null;
   private control: ControlServer | null = null;
   private token!: TokenSource;
+  /** api.client_cert_file / api.client_key_file, watched; null for the embedded emulator. */
+  private identity: ClientIdentitySource | null = null;
+  private route: ProxyRoute = DIRECT;
   private embedded: EmbeddedEmulator | null = null;
   /** Stops the tick, or null. */
   private stopTick: (() => void) | null = null;
@@ -158,7 +166,11 @@ export class Agent {
       // create nothing (no state_dir, checkpoint or journal). The embedded
       // emulator's token comes with it, in connect().
       await this.startAdmin();
-      if (c.api.base_url !== 'embedded') this.token = await TokenSource.create(c.api.token, c.api.token_file);
+      if (c.api.base_url !== 'embedded') {
+        this.token = await TokenSource.create(c.api.token, c.api.token_file);
+        this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
+        this.route = proxyRoute(c.api.proxy, deps.env ?? {}, apiBaseUrl(c));
+      }
       this.lock = await acquireLock(c.state_dir);
       parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
@@ -271,8 +283,15 @@ export class Agent {
     this.apiUrl = baseUrl;
     this.token.watch(tokenChanged(log, () => this.sender.wake()));
     this.parts.add('token watch', this.token);
+    const identity = this.identity;
+    if (identity) {
+      identity.watch(clientCertChanged(log, () => this.renewIdentity()), clientCertRefused(log));
+      this.parts.add('client certificate watch', identity);
+    }
+    if (this.route.kind === 'proxy') proxyInUse(log, this.route);
     this.engine = await openDelivery(c, {
       baseUrl,
+      network: identity ? { route: this.route, identity: identity.get() } : EMBEDDED_NETWORK,
       token: () => this.token.get(),
       log,
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
@@ -553,9 +572,18 @@ export class Agent {
     return this.spooler.isFollowing(path, ino);
   }
 
-  /** SIGHUP: re-read the token file and retry parked work now. */
+  /** SIGHUP: re-read the token file and the client certificate, and retry parked work now. */
   async reloadToken(): Promise<void> {
     await this.token.reload();
+    const r = await this.identity?.reload();
+    if (r === 'changed') clientCertChanged(this.deps.log, () => this.renewIdentity())();
+    else if (typeof r === 'object') clientCertRefused(this.deps.log)(r.problem);
+    this.sender.wake();
+  }
+
+  /** New connections with the client certificate now in use; what was parked or waits for a retry goes again. */
+  private renewIdentity(): void {
+    this.client.renew(this.identity?.get() ?? null);
     this.sender.wake();
   }
 

@@ -4,8 +4,10 @@
 // caller (the CLI's read-modify-write) is the one place that decides what to
 // do next. Every non-2xx becomes an ApiError carrying the status, the
 // server's body and a hint; no answer at all becomes a NetworkError.
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
+import type { ProxyRoute } from '../config/proxy.js';
 import { ApiError, NetworkError } from '../errors.js';
+import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
 import { clusterPaths, orgPaths } from './paths.js';
 import type {
   ClusterConfiguration,
@@ -26,8 +28,10 @@ export interface ClusterClientOptions {
   token: string;
   /** Whole request (connect, headers, body). Default 30 s. */
   timeoutMs?: number;
-  /** Inject a dispatcher (tests, proxies); otherwise the client owns an Agent and closes it. */
+  /** Inject a dispatcher (tests); otherwise the client owns one (through `route`'s proxy, if any) and closes it. */
   dispatcher?: Dispatcher;
+  /** The forward proxy to baseUrl (api.proxy and the environment, src/config/proxy.ts); default: none. */
+  route?: ProxyRoute;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -43,7 +47,7 @@ export class ClusterClient {
     this.base = opts.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 1_000 });
+    this.dispatcher = opts.dispatcher ?? ownDispatcher(opts.baseUrl, opts.route, this.timeoutMs);
   }
 
   listClusters(): Promise<ClusterListing> {
@@ -116,6 +120,11 @@ export class ClusterClient {
   }
 }
 
+function ownDispatcher(baseUrl: string, route: ProxyRoute | undefined, timeoutMs: number): Dispatcher {
+  if (!route || route.kind === 'direct') return new Agent({ keepAliveTimeout: 1_000 });
+  return createDispatcher({ Pool, ProxyAgent, EnvHttpProxyAgent, buildConnector }, new URL(baseUrl).origin, { route, tls: {}, connections: null, allowH2: false, timeoutMs });
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -136,6 +145,8 @@ function describeNetworkFailure(method: string, url: string, err: unknown, timed
   if (timedOutMs !== null) {
     return `${method} ${url}: no answer within ${timedOutMs} ms; check --base-url and the network, or raise --timeout-ms`;
   }
+  // The proxy refused or could not be reached: its own words, with its password as ***.
+  if (err instanceof ProxyFailure) return `${method} ${url}: no answer (${err.code}): ${err.message}`;
   const code = (err as { code?: string }).code;
   return `${method} ${url}: no answer (${code ?? (err as Error).name}); check --base-url (or api.base_url) and the network`;
 }

@@ -19,6 +19,8 @@ export interface Target {
   org: string;
   token: string;
   baseUrl: string;
+  /** api.proxy of the config file read, else null (from the environment). */
+  proxy: string | null;
 }
 
 export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: string): Target {
@@ -31,7 +33,7 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   const token = flags.token || envToken || config?.clusters.token;
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
-  return { org, token, baseUrl: checkBaseUrl(baseUrl) };
+  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null };
 }
 
 function configuredBaseUrl(config: Readonly<Config> | null): string {

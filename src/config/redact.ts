@@ -1,6 +1,6 @@
 // Secrets never leave the process: check-config output, problems and logs
-// show `***` for api.token, clusters.token and the password in redis_url and
-// api.base_url.
+// show `***` for api.token, clusters.token and the password in redis_url,
+// api.base_url and api.proxy.
 import type { Config } from './types.js';
 
 export const REDACTED = '***';
@@ -26,14 +26,19 @@ export function redactConfig(config: Readonly<Config>): Config {
   if (copy.limits.redis_url !== null) copy.limits.redis_url = redactUrlPassword(copy.limits.redis_url);
   // `https://user:password@host` would print its password.
   if (copy.api.base_url !== null) copy.api.base_url = redactUrlPassword(copy.api.base_url);
+  // `http://user:password@proxy:3128`: the proxy's password is as secret as the token.
+  if (copy.api.proxy) copy.api.proxy = redactUrlPassword(copy.api.proxy);
   return copy;
 }
+
+/** Keys whose value is a URL that may carry a password. */
+const URL_KEYS = new Set(['limits.redis_url', 'api.base_url', 'api.proxy']);
 
 /** A raw value fit for a problem message about `keyPath`. */
 export function redactValue(keyPath: string, value: unknown): unknown {
   if (value === null || value === undefined || value === '') return value;
   if (keyPath === 'api.token' || keyPath === 'clusters.token') return REDACTED;
-  if ((keyPath === 'limits.redis_url' || keyPath === 'api.base_url') && typeof value === 'string') return redactUrlPassword(value);
+  if (URL_KEYS.has(keyPath) && typeof value === 'string') return redactUrlPassword(value);
   return value;
 }
 

@@ -21,6 +21,7 @@ import { apiBaseUrl } from '../config/index.js';
 import { createLogger } from '../log.js';
 import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
 import { TokenSource } from '../sender/token.js';
+import { readNetworkSetup } from '../net/setup.js';
 import type { Logger } from '../log.js';
 import type { RootBatch, Sender } from '../sender/sender.js';
 import { systemClock } from '../util/clock.js';
@@ -46,11 +47,14 @@ export interface ReplaySenderEvents {
   log?: Logger;
 }
 
-export async function createReplaySender(config: Readonly<Config>, events: ReplaySenderEvents = {}): Promise<LineSender> {
+/** `env`: what `api.proxy: null` reads (HTTPS_PROXY and the like). */
+export async function createReplaySender(config: Readonly<Config>, env: NodeJS.ProcessEnv, events: ReplaySenderEvents = {}): Promise<LineSender> {
   const token = await TokenSource.create(config.api.token, config.api.token_file);
+  const baseUrl = apiBaseUrl(config);
   // The same engine and budget as `run` (with limits.redis_url: the fleet's shared one), so a replay never adds to a 429 storm.
   const engine = await openDelivery(config, {
-    baseUrl: apiBaseUrl(config),
+    baseUrl,
+    network: await readNetworkSetup(config, baseUrl, env),
     token: () => token.get(),
     log: events.log ?? createLogger({ level: 'warn', format: config.log.format }, process.stderr),
   });

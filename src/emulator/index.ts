@@ -7,6 +7,8 @@
 // and socket (hung requests too) -> wait for the listener to close -> flush and
 // close the row files -> remove a temp certificate dir.
 import { createClusterApi, type ClusterApi } from './clusters/index.js';
+import { readFile } from 'node:fs/promises';
+import { EmulatorOptionError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { Delays, pickDelayMs } from './delays.js';
 import { DataSourceCatalog } from './events/datasources.js';
@@ -58,6 +60,7 @@ export interface Emulator {
 
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulator> {
   const o = resolveOptions(opts);
+  const clientCa = o.clientCaFile === null ? null : await readClientCa(o.clientCaFile);
   const tls: TlsMaterial | null = o.tls ? await makeSelfSignedCert(o.dataDir, o.opensslPath) : null;
   const stats = new StatsCollector(o.now);
   const faults = new FaultPicker(o.faults, o.random);
@@ -93,7 +96,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     o.uploadBytesPerSec === null
       ? null
       : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
-  const server = new EmulatorHttpServer({ tls, maxConnections: o.maxConnections }, (connections) =>
+  const server = new EmulatorHttpServer({ tls, clientCa, maxConnections: o.maxConnections }, (connections) =>
     createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: (at) => opts.onEventsArrival?.(at), pace, answerDelay, hashBodies }),
   );
   let address;
@@ -134,4 +137,13 @@ function urlHost(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The --client-ca file, read once at start: a wrong path is an option error, not a handshake failure later. */
+async function readClientCa(file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    throw new EmulatorOptionError(`--client-ca ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }

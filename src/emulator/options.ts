@@ -26,6 +26,8 @@ export interface ResolvedOptions {
   maxBodyBytes: number;
   replicaDelayMs: number;
   tls: boolean;
+  /** With tls: the CA (PEM) whose certificates clients must present; null: none asked. */
+  clientCaFile: string | null;
   faults: Fault[];
   maxConnections: number;
   recordRequests: boolean;
@@ -56,6 +58,7 @@ export function resolveOptions(opts: EmulatorOptions): ResolvedOptions {
     maxBodyBytes: positiveInt('maxBody', opts.maxBody ?? DEFAULT_MAX_BODY_BYTES, 1),
     replicaDelayMs: positiveInt('replicaDelayMs', opts.replicaDelayMs ?? DEFAULT_REPLICA_DELAY_MS, 0),
     tls: opts.tls ?? false,
+    clientCaFile: clientCa(opts),
     faults: parseFaults(opts.faults ?? []),
     maxConnections: positiveInt('maxConnections', opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1),
     recordRequests: opts.recordRequests ?? false,
@@ -110,4 +113,10 @@ function positiveInt(name: string, value: number, min: number): number {
 
 function generateToken(kind: string): string {
   return `emu_${kind}_${randomBytes(16).toString('hex')}`;
+}
+
+function clientCa(opts: EmulatorOptions): string | null {
+  const file = opts.clientCaFile ?? null;
+  if (file !== null && !opts.tls) throw new EmulatorOptionError('--client-ca needs --tls: client certificates are asked for in the TLS handshake');
+  return file;
 }

@@ -115,6 +115,11 @@ export interface EmulatorOptions {
   replicaDelayMs?: number;
   /** HTTP/2 and HTTP/1.1 over TLS with a self-signed certificate. */
   tls?: boolean;
+  /**
+   * With `tls`: require a client certificate signed by this CA (PEM file):
+   * the TLS handshake of a client without one, or with another CA's, fails.
+   */
+  clientCaFile?: string | null;
   faults?: Fault[];
   /** Open connections allowed at once (the platform: 250 per IP); beyond it HTTP/2 gets GOAWAY 0x07, HTTP/1.1 a 429. */
   maxConnections?: number;

@@ -38,3 +38,23 @@ export function tokenChanged(log: Logger, retryParked: () => void): () => void {
     retryParked();
   };
 }
+
+/** A new client certificate and key are in use: new connections, and parked requests are tried again at once. */
+export function clientCertChanged(log: Logger, renew: () => void): () => void {
+  return () => {
+    log.info({ event: 'client_cert_changed' }, 'client certificate or key changed; new connections use it, parked requests are retried');
+    renew();
+  };
+}
+
+/** The changed certificate files are not a usable pair (half-written, mismatched): the previous pair stays. Once per change. */
+export function clientCertRefused(log: Logger): (problem: string) => void {
+  return (problem) => {
+    log.warn({ event: 'client_cert_refused', problem }, 'the changed client certificate files are not usable; the previous certificate stays in use');
+  };
+}
+
+/** At start: the API is reached through a forward proxy (shown with its password as ***). */
+export function proxyInUse(log: Logger, route: { shown: string; from: string; noProxy: string | null }): void {
+  log.info({ event: 'proxy', proxy: route.shown, from: route.from, no_proxy: route.noProxy }, 'requests to the API go through a forward proxy');
+}

@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createSender, openDelivery } from '../sender/engine.js';
+import type { NetworkSetup } from '../net/setup.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import type { Sender } from '../sender/sender.js';
 import path from 'node:path';
@@ -43,6 +44,8 @@ export interface SendOptions {
   config: Readonly<Config>;
   baseUrl: string;
   token: string;
+  /** The proxy route and client certificate (src/net/setup.ts). */
+  network: NetworkSetup;
   datasource: string;
   inputs: SendInput[];
   deadLetters: DeadLetterStore;
@@ -73,7 +76,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   };
   const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
   // The same engine as `run`: with limits.redis_url, the fleet's shared budget.
-  const engine = await openDelivery(c, { baseUrl: o.baseUrl, token: () => o.token, log: o.log });
+  const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: () => o.token, log: o.log });
   const codec = engine.codec;
   const storeDeadLetter = async (input: DeadLetterInput) => {
     await o.deadLetters.add(input);

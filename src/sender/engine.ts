@@ -10,6 +10,7 @@
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
+import type { NetworkSetup } from '../net/setup.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { clientOptionsFrom, senderSettingsFrom } from './from-config.js';
@@ -30,6 +31,8 @@ export interface DeliveryEngine extends LongLived {
 
 export interface EngineContext {
   baseUrl: string;
+  /** The proxy route and the client certificate (src/net/setup.ts). */
+  network: NetworkSetup;
   /** The token for each request (a token_file is re-read when it changes). */
   token: () => string;
   /** Where the shared budget's warnings go (a fallback to the local limit). */
@@ -42,7 +45,7 @@ export interface EngineContext {
 }
 
 export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Promise<DeliveryEngine> {
-  const client = new EventsClient(clientOptionsFrom(c, ctx.baseUrl, ctx.token));
+  const client = new EventsClient(clientOptionsFrom(c, ctx.baseUrl, ctx.token, ctx.network));
   let limiter: RateLimiter;
   try {
     limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock });

@@ -2,11 +2,14 @@
 // settings, shared by `run`, `send` and `dead-letter replay`, so a key
 // (a timeout, a retry setting, a limit) cannot reach one path and miss another.
 import type { Config } from '../config/types.js';
+import type { NetworkSetup } from '../net/setup.js';
 import type { EventsClientOptions } from './http-client.js';
 import type { SenderOptions } from './sender.js';
 
-export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: () => string): EventsClientOptions {
+export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: () => string, network: NetworkSetup): EventsClientOptions {
   return {
+    route: network.route,
+    identity: network.identity,
     baseUrl,
     token,
     wait: c.api.wait,

@@ -9,7 +9,11 @@
 import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
 import { Readable } from 'node:stream';
 import type { LongLived } from '../util/lifecycle.js';
-import type { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { DIRECT, type ProxyRoute } from '../config/proxy.js';
+import type { ClientIdentity } from '../net/client-identity.js';
+import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
+import { TlsFailureMemo } from '../net/tls-failure.js';
 import type { Body } from './body.js';
 
 export type SendOutcome =
@@ -45,15 +49,25 @@ export interface EventsClientOptions {
   caFile: string | null;
   timeoutMs: number;
   maxConnections: number;
+  /** The forward proxy on the way to baseUrl (src/config/proxy.ts); default: none. */
+  route?: ProxyRoute;
+  /** Mutual TLS: the client certificate and key; renew() swaps them. Default: none. */
+  identity?: ClientIdentity | null;
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 export class EventsClient implements LongLived {
-  private poolP: Promise<Pool> | null = null;
+  private poolP: Promise<Dispatcher> | null = null;
   private readonly origin: string;
   private readonly basePath: string;
   private readonly ca: Buffer | undefined;
+  private identity: ClientIdentity | null;
+  /** Dispatchers replaced by renew(), finishing their requests; close() and destroy() wait for them. */
+  private readonly retiring = new Set<Promise<void>>();
+  private ended: 'closed' | 'destroyed' | null = null;
+  /** Names a TLS refusal (a client certificate refused) that undici reports as a closed socket. */
+  private readonly tlsMemo = new TlsFailureMemo(() => this.identity !== null);
 
   constructor(private readonly opts: EventsClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -61,6 +75,7 @@ export class EventsClient implements LongLived {
     this.basePath = url.pathname.replace(/\/+$/, '');
     // Read now: a missing CA file is a start-up error, not a first-request one.
     this.ca = opts.caFile ? readRegularFileSync(opts.caFile, MAX_SECRET_FILE_BYTES) : undefined;
+    this.identity = opts.identity ?? null;
   }
 
   /** Load undici and create the connection pool now, without waiting for it. */
@@ -68,20 +83,37 @@ export class EventsClient implements LongLived {
     void this.pool();
   }
 
-  private pool(): Promise<Pool> {
+  private pool(): Promise<Dispatcher> {
     // undici is CommonJS: its exports object is the default export, both
     // in Node's own loader and in the esbuild bundle (which has no named ones).
-    this.poolP ??= import('undici').then(
-      (m) =>
-        new (m as unknown as { default: typeof m }).default.Pool(this.origin, {
-          connections: this.opts.maxConnections,
-          allowH2: this.opts.http2,
-          headersTimeout: this.opts.timeoutMs,
-          bodyTimeout: this.opts.timeoutMs,
-          connect: this.ca ? { ca: this.ca } : undefined,
-        }),
+    this.poolP ??= import('undici').then((m) =>
+      createDispatcher((m as unknown as { default: typeof m }).default, this.origin, {
+        route: this.opts.route ?? DIRECT,
+        tls: { ...(this.ca ? { ca: this.ca } : {}), ...(this.identity ?? {}) },
+        connections: this.opts.maxConnections,
+        allowH2: this.opts.http2,
+        timeoutMs: this.opts.timeoutMs,
+        tlsMemo: this.tlsMemo,
+      }),
     );
     return this.poolP;
+  }
+
+  /**
+   * A new client certificate: later requests open new connections with it
+   * (a TLS session cannot change its certificate); requests under way finish
+   * on the old connections, which then close.
+   */
+  renew(identity: ClientIdentity | null): void {
+    this.identity = identity;
+    const old = this.poolP;
+    this.poolP = null;
+    if (!old || this.ended) return;
+    const closing: Promise<void> = old
+      .then((d) => (isDestroyed(d) ? undefined : d.close()))
+      .catch(() => undefined)
+      .finally(() => this.retiring.delete(closing));
+    this.retiring.add(closing);
   }
 
   /** `cut` ends the request where it is (its sender is destroyed): an error outcome, code ABORTED. */
@@ -100,7 +132,7 @@ export class EventsClient implements LongLived {
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const signal = cut ? AbortSignal.any([timeout, cut]) : timeout;
     try {
-      const res = await pool.request({ method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body: payload, signal });
+      const res = await pool.request({ origin: this.origin, method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body: payload, signal });
       const { text, truncated } = await readBounded(res.body, MAX_ANSWER_BYTES);
       const h = (name: string) => {
         const v = res.headers[name];
@@ -118,26 +150,36 @@ export class EventsClient implements LongLived {
       };
     } catch (err) {
       if (cut?.aborted && !timeout.aborted) return { kind: 'error', code: 'ABORTED', timeout: false, message: 'request cut: the sender was destroyed' };
-      return errorOutcome(err, timeout.aborted);
+      return errorOutcome(this.tlsMemo.explain(err) ?? err, timeout.aborted);
     }
   }
 
   /** Requests under way are answered, then the connections close. Idempotent, also after destroy(). */
   async close(): Promise<void> {
+    this.ended ??= 'closed';
+    await Promise.all(this.retiring);
     if (!this.poolP) return;
     const pool = await this.poolP;
     // undici refuses to close a destroyed pool; closing a closed one waits for it.
-    if (!pool.destroyed) await pool.close();
+    if (!isDestroyed(pool)) await pool.close();
   }
 
   /** Requests under way end with an error, the connections are cut. Idempotent. */
   async destroy(): Promise<void> {
+    this.ended = 'destroyed';
     if (this.poolP) await (await this.poolP).destroy();
+    await Promise.all(this.retiring);
   }
+}
+
+function isDestroyed(d: Dispatcher): boolean {
+  return (d as Dispatcher & { destroyed?: boolean }).destroyed === true;
 }
 
 /** A network failure as a value, keeping its cause (ECONNREFUSED, a certificate error by name, DNS). */
 export function errorOutcome(err: unknown, aborted: boolean): SendOutcome {
+  // The proxy, not the API: its own code (PROXY_407, PROXY_ECONNREFUSED) and the proxy named without its password.
+  if (err instanceof ProxyFailure) return { kind: 'error', code: err.code, timeout: aborted, message: err.message };
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
   // undici wraps connect failures: the errno code is on the cause.
   const code = e.cause?.code ?? e.code ?? e.name ?? 'UNKNOWN';

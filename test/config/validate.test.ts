@@ -235,4 +235,19 @@ describe('redactConfig', () => {
     expect(shown.limits.redis_url).toBe('rediss://user:***@redis:6380/0');
     expect(config.api.token).toBe('abc');
   });
+
+  it('replaces the proxy password with ***, in the printed config and in a problem about api.proxy', () => {
+    const { config } = loadYaml('api:\n  proxy: http://squid:pr0xyPass@proxy.internal:3128\n').run();
+    expect(redactConfig(config).api.proxy).toBe('http://squid:***@proxy.internal:3128');
+    expect(config.api.proxy).toBe('http://squid:pr0xyPass@proxy.internal:3128');
+    let err: unknown;
+    try {
+      resolveConfig({ api: { proxy: 'http://squid:pr0xyPass@proxy.internal:3128/some/path' } }, { env: {}, cwd: '/', baseDir: '/' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain('api.proxy');
+    expect((err as Error).message).not.toContain('pr0xyPass');
+  });
 });

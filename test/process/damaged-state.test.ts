@@ -72,7 +72,7 @@ describe('damaged state (process)', () => {
     expect(bad[0]).toMatchObject({ what: 'journal', file: journal, level: 50 });
     // It names the Data Source and the spool file ranges the lost records can touch.
     expect(bad[0]).toMatchObject({ datasources: ['ev'], affected_files: 1, affected: [{ datasource: 'ev', file }] });
-    const affected = (bad[0] as { affected: Array<{ resend: Array<[number, number]>; read_from: number }> }).affected[0]!;
+    const affected = (bad[0] as unknown as { affected: Array<{ resend: Array<[number, number]>; read_from: number }> }).affected[0]!;
     expect(affected.read_from).toBeGreaterThanOrEqual(0);
     for (const [s, e] of affected.resend) expect(e).toBeGreaterThan(s);
     expect(events(p, 'journal_torn_tail')).toEqual([]);

@@ -7,6 +7,7 @@ import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { parsePositiveInt, parseRoleWeights, parseSets } from '../../clusters/args.js';
 import { ClusterClient, DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
+import { proxyRoute } from '../../config/proxy.js';
 import { confirm } from '../../clusters/confirm.js';
 import { modifyCluster, type ModifyOutcome } from '../../clusters/modify.js';
 import type { Intent } from '../../clusters/plan.js';
@@ -132,7 +133,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     throw new UsageError(`clusters ${verb} changes production traffic; stdin is not a terminal, so pass --yes to apply (or --dry-run to only see the plan)`);
   }
   const target = resolveTarget({ org: flags.org, token: flags.token, baseUrl: flags['base-url'], configFile: flags.config }, io.env, io.cwd);
-  const client = new ClusterClient({ ...target, timeoutMs });
+  const client = new ClusterClient({ ...target, timeoutMs, route: proxyRoute(target.proxy, io.env, target.baseUrl) });
   try {
     if (!intent) return await show(verb, client, target.org, Boolean(flags.json), io);
     const planOut = flags.json ? io.stderr : io.stdout;

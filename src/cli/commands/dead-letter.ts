@@ -124,7 +124,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
     );
   }
   const say = (msg: string) => io.stderr.write(`spoolship dead-letter replay: ${msg}\n`);
-  const sender = await createReplaySender(config, {
+  const sender = await createReplaySender(config, io.env, {
     onRetry: (reason, ds) => say(`retrying (${reason}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
     onStop: (reason, scope) => say(`${STOP_MESSAGES[reason]}${scope !== 'budget' && scope !== 'replay' ? ` (${scope})` : ''}`),
   });

@@ -42,6 +42,8 @@ Options:
   --replica-delay-ms N      how long a cluster change keeps operation_in_progress (default ${DEFAULT_REPLICA_DELAY_MS})
   --tls                     HTTP/2 and HTTP/1.1 over TLS with a self-signed certificate (needs openssl);
                             the certificate is written under --data or a temp dir; ca_file is its path
+  --client-ca FILE          with --tls: require a client certificate signed by this CA (PEM): mutual TLS,
+                            for api.client_cert_file / api.client_key_file
   --faults JSON|@FILE       faults to inject, a JSON array, e.g. '[{"kind":"status","status":503,"p":0.1}]'
   --no-validate             benchmark only: count every non-empty line as a row without parsing JSON
   --max-connections N       open connections allowed (default ${DEFAULT_MAX_CONNECTIONS}); beyond: HTTP/2 GOAWAY 7, HTTP/1.1 429
@@ -66,6 +68,7 @@ const OPTIONS = {
   'max-body': { type: 'string' },
   'replica-delay-ms': { type: 'string' },
   tls: { type: 'boolean' },
+  'client-ca': { type: 'string' },
   faults: { type: 'string' },
   'no-validate': { type: 'boolean' },
   'max-connections': { type: 'string' },
@@ -97,6 +100,7 @@ export function parseEmulatorArgs(argv: string[], cwd: string): EmulatorOptions 
     maxBody: intFlag('--max-body', v['max-body'], 1),
     replicaDelayMs: intFlag('--replica-delay-ms', v['replica-delay-ms'], 0),
     tls: v.tls ?? false,
+    clientCaFile: v['client-ca'] === undefined ? null : path.resolve(cwd, v['client-ca']),
     faults: v.faults === undefined ? [] : faultsFlag(v.faults),
     validateRows: !(v['no-validate'] ?? false),
     maxConnections: intFlag('--max-connections', v['max-connections'], 1),

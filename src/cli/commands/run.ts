@@ -79,6 +79,7 @@ class Daemon {
     return Agent.start(config, {
       log: this.log,
       metrics: this.metrics,
+      env: this.io.env,
       onStateSize: heap ? (files) => heap.update(files) : undefined,
       onBodyDropped: (bytes, how) => this.scavenger.dropped(bytes, how),
       onFatal: (err) => {

@@ -5,6 +5,7 @@ import { apiBaseUrl, loadConfig } from '../../config/index.js';
 import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { createLogger } from '../../log.js';
+import { EMBEDDED_NETWORK, readNetworkSetup } from '../../net/setup.js';
 import { runSend, type SendInput, type SendSummary } from '../../one-shot/send.js';
 import { ProgressDisplay } from '../../one-shot/progress.js';
 import { DATASOURCE_NAME } from '../../spool/routes.js';
@@ -90,6 +91,7 @@ const command: Command = {
       token = (await readRegularFile(c.api.token_file, MAX_SECRET_FILE_BYTES)).toString('utf8').trim();
     }
     if (!token) throw new UsageError('no API token: set api.token (or SPOOLSHIP_TOKEN), or api.token_file');
+    const network = embedded ? EMBEDDED_NETWORK : await readNetworkSetup(c, baseUrl, io.env);
     const deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(), () => undefined);
     await deadLetters.open();
     const total = inputs.every((i) => i.size !== null) ? inputs.reduce((a, i) => a + (i.size ?? 0), 0) : null;
@@ -105,7 +107,7 @@ const command: Command = {
     display.start();
     let summary: SendSummary;
     try {
-      summary = await runSend({ config: c, baseUrl, token, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s), onDone: (bytes) => (done += bytes) });
+      summary = await runSend({ config: c, baseUrl, token, network, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s), onDone: (bytes) => (done += bytes) });
     } finally {
       display.stop();
       await embedded?.close();

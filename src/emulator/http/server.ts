@@ -12,6 +12,8 @@ import type { AnyResponse } from './respond.js';
 
 export interface HttpServerOptions {
   tls: TlsMaterial | null;
+  /** With tls: the CA whose client certificates are required (mutual TLS); null: none asked. */
+  clientCa?: Buffer | null;
   maxConnections: number;
 }
 
@@ -36,7 +38,10 @@ export class EmulatorHttpServer {
       });
     };
     if (opts.tls) {
-      const server = http2.createSecureServer({ allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key }, listener);
+      // With a client CA the handshake itself refuses a client without a
+      // certificate of that CA, as a platform behind mutual TLS does.
+      const mutual = opts.clientCa ? { ca: opts.clientCa, requestCert: true, rejectUnauthorized: true } : {};
+      const server = http2.createSecureServer({ allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, ...mutual }, listener);
       server.on('session', (session) => this.#onSession(session));
       // Session and stream errors (peer resets) are the client's business; keep them off 'error'.
       server.on('sessionError', () => {});
