@@ -197,7 +197,12 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
 function parkMessage(reason: string, detail: string | null, datasource: string): string {
   switch (reason) {
     case 'token_rejected':
-      return 'the API rejected the token (401/403); check api.token / SPOOLSHIP_TOKEN';
+      // With one Data Source, a 403 for a Data Source the token may not
+      // create cannot be told from a bad token by the sender: say both.
+      return (
+        `the API rejected the token or its scope (${detail ?? '401/403'}): check api.token / SPOOLSHIP_TOKEN; ` +
+        `if Data Source ${JSON.stringify(datasource)} does not exist yet, the token needs DATASOURCE:CREATE (or create the Data Source first)`
+      );
     case 'workspace_not_found':
       return 'the API answered 404: the token belongs to another region; set api.base_url to its host';
     case 'unexpected_response': {

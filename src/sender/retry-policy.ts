@@ -18,6 +18,7 @@
 // | any other status (1xx, 6xx...) | retry after backoff (keeps the data; logged)  |
 
 import type { SendOutcome } from './http-client.js';
+import { printable } from '../util/printable.js';
 
 export type RetryReason = '429' | '5xx' | 'timeout' | 'network' | 'goaway' | '413' | '400';
 export type BudgetParkReason = 'token_rejected' | 'workspace_not_found' | 'unexpected_response';
@@ -99,6 +100,16 @@ export interface ClassifyContext {
   random: () => number;
 }
 
+/** At most this much of an answer's body goes into a park's detail (logs, status). */
+const EXCERPT_CHARS = 200;
+
+/** `: <the answer's first 200 characters, control characters escaped>`, or nothing for an empty body. */
+function answerExcerpt(body: string): string {
+  const text = body.trim();
+  if (text === '') return '';
+  return `: ${printable(text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}...` : text)}`;
+}
+
 export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
   const backoff = () => backoffMs(ctx.attempt, ctx.backoff, ctx.random);
   const retry = (reason: RetryReason, afterMs = backoff()): Verdict => ({ kind: 'retry', afterMs, reason, pauseBudget: false, ignoredWait: null });
@@ -130,7 +141,9 @@ export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
       return { kind: 'split', reason: '400' };
     case 401:
     case 403:
-      return { kind: 'park', reason: 'token_rejected', detail: `HTTP ${s}` };
+      // The answer's own words (bounded, escaped) tell a bad token from a
+      // Data Source the token may not create.
+      return { kind: 'park', reason: 'token_rejected', detail: `HTTP ${s}${answerExcerpt(outcome.body)}` };
     case 404:
       return { kind: 'park', reason: 'workspace_not_found', detail: 'HTTP 404' };
     case 413:

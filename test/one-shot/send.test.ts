@@ -12,10 +12,10 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
 
-async function setup(): Promise<{ dir: string; emu: Emulator }> {
+async function setup(extra: { appendTokens?: string[]; datasources?: string[] } = {}): Promise<{ dir: string; emu: Emulator }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-send-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true });
+  const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true, ...extra });
   cleanups.push(() => emu.close());
   await writeFile(
     path.join(dir, 'cfg.yaml'),
@@ -90,6 +90,17 @@ describe('spoolship send', () => {
     expect(r.stderr).toMatch(/send done: from_stdin/);
     expect(r.stderr).toMatch(/acknowledged 500/);
     expect(stored(dir, 'from_stdin')).toEqual(input);
+  });
+
+  it('an append-only token and a Data Source that does not exist: the message says so, not only "rejected the token"', async () => {
+    const { dir } = await setup({ appendTokens: ['append-only-token-1'], datasources: [] });
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(10).join('\n')}\n`);
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'not_there', '--json', 'a.ndjson'], { cwd: dir, env: { SPOOLSHIP_API__TOKEN: 'append-only-token-1' } });
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    const error = JSON.parse(r.stdout).error as string;
+    expect(error).toMatch(/HTTP 403/);
+    expect(error).toMatch(/"not_there"/);
+    expect(error).toMatch(/DATASOURCE:CREATE/);
   });
 
   it('stops at once on a rejected token (exit 1, one request), and on a foreign-region token (404)', async () => {
