@@ -56,6 +56,7 @@ import { CountLog } from '../observe/count-log.js';
 import { SenderEvents } from '../observe/sender-events.js';
 import { QueueReport, readiness } from '../observe/health.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
+import { queuedRangesByFile } from '../report/report.js';
 
 export interface AgentDeps {
   log: Logger;
@@ -520,7 +521,9 @@ export class Agent {
     return statusReport({
       tailers: this.spooler.files,
       committedOf: (key) => this.store.committedOf(key),
+      queuedRanges: queuedRangesByFile(this.store.queuedIntents()),
       linesRead: this.metrics.linesRead,
+      linesDeadLettered: this.metrics.linesDeadLettered,
       linesAcked: this.metrics.linesAcked,
       rowsQuarantined: this.metrics.rowsQuarantined,
       spool: { dir: this.config.spool.dir, ...this.layout.current },

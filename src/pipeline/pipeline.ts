@@ -354,7 +354,7 @@ export class Pipeline implements LongLived {
         if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: ds, reason });
       }),
     );
-    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, reason, status, lines: inputs.length }, 'lines moved to the dead-letter store');
+    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, batch: batchId, reason, status, lines: inputs.length }, 'lines moved to the dead-letter store');
   }
 
   private retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {

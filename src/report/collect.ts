@@ -12,7 +12,7 @@ import type { Config } from '../config/types.js';
 import { FatalIoError, SpoolshipError } from '../errors.js';
 import { checkLayout } from '../spool/layout.js';
 import { readLockHolder } from '../state/lock.js';
-import { isStatusReport, STATUS_VERSION, totals, type DataSourceStatus, type FileStatus, type StatusReport } from './report.js';
+import { fileBytes, isStatusReport, STATUS_VERSION, totals, type DataSourceStatus, type FileStatus, type StatusReport } from './report.js';
 import { readQueueView } from './queue-reader.js';
 import { readStateView } from './state-reader.js';
 
@@ -89,16 +89,15 @@ export async function reportFromStateDir(config: Readonly<Config>, adminError: s
   const byDs = new Map<string, FileStatus[]>();
   for (const f of view.files) {
     const size = await sizeIfSameFile(f.meta.path, f.meta.dev, f.meta.ino);
-    const behind = size === null ? Math.max(0, f.read - f.committed) : Math.max(0, size - f.committed);
     let list = byDs.get(f.meta.ds);
     if (!list) byDs.set(f.meta.ds, (list = []));
-    list.push({ path: f.meta.path, size, read: f.read, committed: f.committed, behind });
+    list.push({ path: f.meta.path, size, read: f.read, ...fileBytes(size, f.read, f.committed, view.queuedRanges.get(f.meta.key) ?? []) });
   }
   for (const ds of queue.byDataSource.keys()) if (!byDs.has(ds)) byDs.set(ds, []);
   const datasources: DataSourceStatus[] = [...byDs.keys()].sort().map((ds) => {
     const files = byDs.get(ds)!.sort((a, b) => a.path.localeCompare(b.path));
     const queued = queue.byDataSource.get(ds) ?? { batches: 0, bytes: 0 };
-    return { datasource: ds, lines_read: null, lines_acked: null, rows_quarantined: null, ...totals(files), last_error: null, parked: null, queue: queued, files };
+    return { datasource: ds, lines_read: null, lines_acked: null, rows_quarantined: null, lines_dead_lettered: null, ...totals(files), last_error: null, parked: null, queue: queued, files };
   });
   return {
     version: STATUS_VERSION,

@@ -2,16 +2,21 @@
 // `spoolship status --json` (the StatusReport of src/report/report.ts), built
 // from a snapshot of the running parts.
 import type { Readiness } from '../admin/server.js';
+import { fileBytes, STATUS_VERSION, type ByteRange } from './report.js';
 
 /** What the report reads from the running agent. */
 export interface StatusView {
   tailers: Iterable<{ key: string; ds: string; path: string; lastSize: number; readOffset: number }>;
   /** A file's committed offset, if the state knows the file. */
   committedOf: (key: string) => number | undefined;
+  /** Each file's ranges (by key) in the disk retry queue. */
+  queuedRanges: ReadonlyMap<string, ByteRange[]>;
   /** prom-client counters labelled by `datasource`. */
   linesRead: object;
   linesAcked: object;
   rowsQuarantined: object;
+  /** spoolship_lines_dead_lettered_total (labelled by datasource and reason). */
+  linesDeadLettered: object;
   spool: { dir: string; missing: boolean; skippedDirs: string[] };
   parkedDataSources: ReadonlyMap<string, string>;
   budgetPark: string | null;
@@ -31,12 +36,13 @@ export interface StatusView {
 
 export function statusReport(v: StatusView): unknown {
   const files = [...v.tailers].map((t) => {
-    const committed = v.committedOf(t.key) ?? t.readOffset;
-    return { ds: t.ds, path: t.path, size: t.lastSize, read: t.readOffset, committed, behind: Math.max(0, t.lastSize - committed) };
+    const bytes = fileBytes(t.lastSize, t.readOffset, v.committedOf(t.key) ?? t.readOffset, v.queuedRanges.get(t.key) ?? []);
+    return { ds: t.ds, path: t.path, size: t.lastSize, read: t.readOffset, ...bytes };
   });
   const linesRead = metricByDataSource(v.linesRead);
   const linesAcked = metricByDataSource(v.linesAcked);
   const quarantined = metricByDataSource(v.rowsQuarantined);
+  const deadLettered = metricByDataSource(v.linesDeadLettered);
   const parkedDs = v.parkedDataSources;
   const names = new Set([...files.map((f) => f.ds), ...linesRead.keys(), ...linesAcked.keys(), ...parkedDs.keys(), ...v.lastError.keys(), ...v.queueByDataSource.keys()]);
   const datasources = [...names].sort().map((ds) => {
@@ -46,8 +52,10 @@ export function statusReport(v: StatusView): unknown {
       lines_read: linesRead.get(ds) ?? 0,
       lines_acked: linesAcked.get(ds) ?? 0,
       rows_quarantined: quarantined.get(ds) ?? 0,
+      lines_dead_lettered: deadLettered.get(ds) ?? 0,
       bytes_read: own.reduce((n, f) => n + f.read, 0),
       bytes_committed: own.reduce((n, f) => n + f.committed, 0),
+      bytes_queued: own.reduce((n, f) => n + f.queued, 0),
       bytes_behind: own.reduce((n, f) => n + f.behind, 0),
       last_error: v.lastError.get(ds) ?? null,
       parked: parkedDs.get(ds) ?? v.budgetPark,
@@ -56,7 +64,7 @@ export function statusReport(v: StatusView): unknown {
     };
   });
   return {
-    version: 1,
+    version: STATUS_VERSION,
     source: 'agent',
     generated_at: new Date(v.now).toISOString(),
     state_dir: v.stateDir,

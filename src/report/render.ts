@@ -53,15 +53,18 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
     d.datasource,
     count(d.lines_read),
     count(d.lines_acked),
+    { text: count(d.lines_dead_lettered), color: d.lines_dead_lettered ? 'yellow' : undefined },
     humanBytes(d.bytes_read),
     humanBytes(d.bytes_committed),
+    humanBytes(d.bytes_queued),
     { text: humanBytes(d.bytes_behind), color: d.bytes_behind > 0 ? 'yellow' : undefined },
-    // Older agents (an upgrade under way) send no per-Data-Source queue.
-    d.queue === undefined ? '-' : String(d.queue.batches),
+    String(d.queue.batches),
     { text: d.last_error ? printable(d.last_error) : '-', color: d.last_error ? 'yellow' : undefined },
     { text: d.parked ? printable(d.parked) : '-', color: d.parked ? 'red' : undefined },
   ]);
-  out.push(renderTable(['DATASOURCE', 'LINES READ', 'LINES ACKED', 'READ', 'COMMITTED', 'BEHIND', 'QUEUED', 'LAST ERROR', 'PARKED'], dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5, 6]) }));
+  // COMMITTED: acknowledged or dead-lettered; QUEUED: in the disk retry queue, not acknowledged (report.ts).
+  const dsHeader = ['DATASOURCE', 'LINES READ', 'LINES ACKED', 'DEAD LETTERS', 'READ', 'COMMITTED', 'QUEUED', 'BEHIND', 'BATCHES QUEUED', 'LAST ERROR', 'PARKED'];
+  out.push(renderTable(dsHeader, dsRows, { color: opts.color, right: new Set([1, 2, 3, 4, 5, 6, 7, 8]) }));
   const fileRows = r.datasources.flatMap((d) =>
     d.files.map((f): Array<string | Cell> => [
       d.datasource,
@@ -69,11 +72,12 @@ export function renderStatus(r: StatusReport, opts: { color: boolean }): string 
       f.size === null ? { text: 'gone', color: 'dim' } : humanBytes(f.size),
       humanBytes(f.read),
       humanBytes(f.committed),
+      humanBytes(f.queued),
       { text: humanBytes(f.behind), color: f.behind > 0 ? 'yellow' : undefined },
     ]),
   );
   if (fileRows.length > 0) {
-    out.push(renderTable(['DATASOURCE', 'FILE', 'SIZE', 'READ', 'COMMITTED', 'BEHIND'], fileRows, { color: opts.color, right: new Set([2, 3, 4, 5]) }));
+    out.push(renderTable(['DATASOURCE', 'FILE', 'SIZE', 'READ', 'COMMITTED', 'QUEUED', 'BEHIND'], fileRows, { color: opts.color, right: new Set([2, 3, 4, 5, 6]) }));
   }
   return out.join('\n');
 }

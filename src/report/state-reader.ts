@@ -11,6 +11,7 @@
 import type { FileMeta } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
 import { replayState } from '../state/replay.js';
+import { queuedRangesByFile, type ByteRange } from './report.js';
 
 const READ_ATTEMPTS = 3;
 
@@ -25,6 +26,8 @@ export interface StateView {
   files: FileProgressView[];
   /** Recorded batches not done: re-formed and resent at the next start. */
   pendingBatches: number;
+  /** Each file's ranges (by key) in the disk retry queue. */
+  queuedRanges: Map<string, ByteRange[]>;
   usedPrevCheckpoint: boolean;
 }
 
@@ -44,5 +47,5 @@ async function readOnce(stateDir: string): Promise<StateView> {
   for (const [key, fp] of replayed.progress.files) {
     files.push({ meta: fp.meta, committed: fp.committed, read: replayed.resumeAt.get(key) ?? fp.committed });
   }
-  return { files, pendingBatches: replayed.intents.size, usedPrevCheckpoint: replayed.usedPrevCheckpoint };
+  return { files, pendingBatches: replayed.intents.size, queuedRanges: queuedRangesByFile(replayed.queued.values()), usedPrevCheckpoint: replayed.usedPrevCheckpoint };
 }

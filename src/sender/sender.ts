@@ -87,6 +87,8 @@ export interface SenderHooks {
    * the batch's last answer, null when none).
    */
   deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
+  /** A batch's 400 episode: raised once when its bisection starts and once when the delivery ends; never per request of it. */
+  onBisection?(event: BisectionEvent): void;
   /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
   onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
   /** The learned body size limit changed (max_bytes when none is learned). */
@@ -96,6 +98,16 @@ export interface SenderHooks {
   /** Compressed bytes held against max_in_flight_bytes changed (spoolship_in_flight_bytes). */
   onInFlightBytes?(bytes: number): void;
 }
+
+/**
+ * A batch's 400 episode, for the log: 'start' at the 400 that starts its
+ * bisection, 'end' when that delivery ends (every line acknowledged or
+ * dead-lettered: 'done'; the refusal is the request's own: 'request_level';
+ * or stopped). `requests`: those of the episode, the first 400 included.
+ */
+export type BisectionEvent =
+  | { phase: 'start'; batchId: number; ds: string; lines: number; rawBytes: number }
+  | { phase: 'end'; batchId: number; ds: string; outcome: DeliveryResult | 'request_level'; requests: number; linesAcked: number; linesDeadLettered: number };
 
 /**
  * Requests of one agent that may hold a reserved slot of the rate budget at
@@ -216,6 +228,9 @@ interface Ctx {
   bisecting: boolean;
   /** Requests spent bisecting. */
   probes: number;
+  /** Lines acknowledged and dead-lettered so far (the bisection's end event). */
+  linesAcked: number;
+  linesDeadLettered: number;
   /** Some part of the batch was acknowledged: the request itself is fine. */
   accepted: boolean;
   /** Quarters of the batch from which a single line was rejected (400). */
@@ -496,6 +511,7 @@ export class Sender implements LongLived {
     try {
       for (;;) {
         const r = await this.resolveAll(ctx);
+        this.endBisection(ctx, r);
         if (r !== 'request_level') {
           // The probe batch of a parked Data Source resolved: the name is fine
           // (not so for a batch an operator released: it proved nothing).
@@ -522,6 +538,19 @@ export class Sender implements LongLived {
       // A release waits for this delivery to end.
       this.notifier.notify();
     }
+  }
+
+  /** One event at the end of a 400 episode, with its totals (the requests in between log nothing). */
+  private endBisection(ctx: Ctx, outcome: DeliveryResult | 'request_level'): void {
+    if (!ctx.bisecting) return;
+    const { root } = ctx;
+    this.o.hooks.onBisection?.({ phase: 'end', batchId: root.id, ds: root.ds, outcome, requests: ctx.probes + 1, linesAcked: ctx.linesAcked, linesDeadLettered: ctx.linesDeadLettered });
+  }
+
+  /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it. */
+  private async deadLetter(ctx: Ctx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
+    await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
+    ctx.linesDeadLettered += part.lines;
   }
 
   private releaseDsProbe(ctx: Ctx): void {
@@ -557,7 +586,7 @@ export class Sender implements LongLived {
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
         for (const p of [part, ...work.splice(0)]) {
-          await this.o.hooks.deadLetterLines(root, p, await this.raw(p), 'operator', this.historyOf(root.id).lastStatus);
+          await this.deadLetter(ctx, p, await this.raw(p), 'operator', this.historyOf(root.id).lastStatus);
           ctx.releasedLines += p.lines;
         }
         break;
@@ -570,7 +599,7 @@ export class Sender implements LongLived {
       if (r) return r;
     }
     for (const { part, raw } of ctx.pendingRejects.splice(0)) {
-      await this.o.hooks.deadLetterLines(root, part, raw, 'rejected', 400);
+      await this.deadLetter(ctx, part, raw, 'rejected', 400);
       // Released by an operator: these left the batch for the dead-letter store too (as rejected).
       if (ctx.released) ctx.releasedLines += part.lines;
     }
@@ -584,7 +613,7 @@ export class Sender implements LongLived {
    * go to the dead-letter store; the caller keeps the other pieces.
    */
   private async leaveUnresolved(ctx: Ctx, pieces: Part[]): Promise<void> {
-    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.o.hooks.deadLetterLines(ctx.root, part, raw, 'rejected', 400);
+    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.deadLetter(ctx, part, raw, 'rejected', 400);
     ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
@@ -615,16 +644,17 @@ export class Sender implements LongLived {
       const counts = judgeRowCounts(v.rows, part.lines);
       if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
       hooks.onAck(part.ds, part.lines, part.rawLen, v.rows ? counts.quarantined : v.quarantinedRows);
+      ctx.linesAcked += part.lines;
       return null;
     }
     if (v.kind === 'dead_letter') {
-      await hooks.deadLetterLines(ctx.root, part, await this.raw(part), v.reason, v.status);
+      await this.deadLetter(ctx, part, await this.raw(part), v.reason, v.status);
       return null;
     }
     const raw = await this.raw(part);
     if (v.reason === '413') {
       if (part.lines <= 1) {
-        await hooks.deadLetterLines(ctx.root, part, raw, 'line_too_long', v.status);
+        await this.deadLetter(ctx, part, raw, 'line_too_long', v.status);
         return null;
       }
       hooks.onRetry('413', part.ds);
@@ -636,6 +666,7 @@ export class Sender implements LongLived {
         return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
       }
       hooks.onRetry('400', part.ds);
+      if (!ctx.bisecting) hooks.onBisection?.({ phase: 'start', batchId: ctx.root.id, ds: part.ds, lines: ctx.root.lines, rawBytes: ctx.root.rawLen });
       ctx.bisecting = true;
       if (!ctx.accepted && ctx.probes >= (this.o.probeBudget ?? PROBE_BUDGET)) return 'request_level';
     }
@@ -884,7 +915,7 @@ function answerKind(outcome: SendOutcome): AnswerKind {
 function newCtx(root: RootBatch, opts: DeliverOptions, since: number): Ctx {
   const ac = new AbortController();
   setMaxListeners(0, ac.signal);
-  return { root, opts, bisecting: false, probes: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
+  return { root, opts, bisecting: false, probes: 0, linesAcked: 0, linesDeadLettered: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
 }
 
 function quarterOf(root: RootBatch, line: number): number {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Process-level smoke test of the built CLI on whichever Node.js runs this
 // script (.ci/run runs it with a Node 24 binary after `npm test`, which runs
-// on the machine's Node 20). Node built-ins only, so it needs nothing from
+// on the machine's Node and on Node 24). Node built-ins only, so it needs nothing from
 // node_modules but what dist/ itself loads.
 //
 //   node test/deploy/node-smoke.mjs        # after `npm run build`

@@ -51,7 +51,7 @@ describe('status from the running agent', () => {
     const direct = await fetchStatus(adminUrl);
     expect({ ...report, generated_at: '' }).toEqual({ ...direct, generated_at: '' });
     expect(report).toMatchObject({
-      version: 1,
+      version: 2,
       source: 'agent',
       state_dir: path.join(dir, 'state'),
       agent: { running: true, pid: process.pid, admin_url: adminUrl, admin_error: null, ready: true, reasons: [] },
@@ -67,33 +67,37 @@ describe('status from the running agent', () => {
         lines_read: 50,
         lines_acked: 50,
         rows_quarantined: 0,
+        lines_dead_lettered: 0,
         bytes_read: appSize,
         bytes_committed: appSize,
+        bytes_queued: 0,
         bytes_behind: 0,
         last_error: null,
         parked: null,
         queue: { batches: 0, bytes: 0 },
-        files: [{ path: appFile, size: appSize, read: appSize, committed: appSize, behind: 0 }],
+        files: [{ path: appFile, size: appSize, read: appSize, committed: appSize, queued: 0, behind: 0 }],
       },
       {
         datasource: 'web',
         lines_read: 10,
         lines_acked: 10,
         rows_quarantined: 0,
+        lines_dead_lettered: 0,
         bytes_read: webSize,
         bytes_committed: webSize,
+        bytes_queued: 0,
         bytes_behind: 0,
         last_error: null,
         parked: null,
         queue: { batches: 0, bytes: 0 },
-        files: [{ path: webFile, size: webSize, read: webSize, committed: webSize, behind: 0 }],
+        files: [{ path: webFile, size: webSize, read: webSize, committed: webSize, queued: 0, behind: 0 }],
       },
     ]);
 
     const table = await runCli(['status', '-c', cfg], dir);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain(`source: running agent (pid ${process.pid}) at ${adminUrl}/status; ready`);
-    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+READ\s+COMMITTED\s+BEHIND\s+QUEUED\s+LAST ERROR\s+PARKED/);
+    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+DEAD LETTERS\s+READ\s+COMMITTED\s+QUEUED\s+BEHIND\s+BATCHES QUEUED\s+LAST ERROR\s+PARKED/);
     expect(table.stdout).toMatch(/\napp\s+50\s+50\s/);
     expect(table.stdout).toContain(appFile);
   });
@@ -110,15 +114,14 @@ describe('status from the running agent', () => {
     // no_progress may join it on a slow machine (a backlog, no ack for 10 linger periods).
     expect(s!.agent).toMatchObject({ ready: false, reasons: expect.arrayContaining(['token_rejected']) });
     expect(s!.datasources[0]).toMatchObject({ datasource: 'app', parked: 'token_rejected', last_error: 'HTTP 403', lines_read: 1, lines_acked: 0 });
-    // The batch waits in memory, then in the disk retry queue; the file is
-    // committed past it once it is queued durably (the queue record first,
-    // then the journal: a status read between the two shows it queued and
-    // not yet committed).
+    // The batch waits in memory, then in the disk retry queue; its bytes show
+    // as queued, not committed (nothing was acknowledged), once it is queued
+    // durably (the queue record first, then the journal).
     const queued = await waitFor(async () => {
       const r = await fetchStatus(agent.adminUrl!);
-      return r.queue.batches === 1 && r.datasources[0]?.bytes_committed === 8 ? r : null;
-    }, 'the parked batch in the disk queue, the file committed past it');
-    expect(queued!.datasources[0]).toMatchObject({ bytes_committed: 8, bytes_behind: 0, parked: 'token_rejected' });
+      return r.queue.batches === 1 && r.datasources[0]?.bytes_queued === 8 ? r : null;
+    }, 'the parked batch in the disk queue');
+    expect(queued!.datasources[0]).toMatchObject({ bytes_committed: 0, bytes_queued: 8, bytes_behind: 0, parked: 'token_rejected' });
   });
 });
 
@@ -142,7 +145,7 @@ describe('status from the state dir', () => {
 
     const report = await statusJson(cfg, dir);
     expect(report).toMatchObject({
-      version: 1,
+      version: 2,
       source: 'state_dir',
       state_dir: state,
       agent: { running: false, pid: null, api: null, ready: null },
@@ -158,13 +161,15 @@ describe('status from the state dir', () => {
         lines_read: null,
         lines_acked: null,
         rows_quarantined: null,
+        lines_dead_lettered: null,
         bytes_read: committed,
         bytes_committed: committed,
+        bytes_queued: 0,
         bytes_behind: size - committed,
         last_error: null,
         parked: null,
         queue: { batches: 0, bytes: 0 },
-        files: [{ path: file, size, read: committed, committed, behind: size - committed }],
+        files: [{ path: file, size, read: committed, committed, queued: 0, behind: size - committed }],
       },
     ]);
     const table = await runCli(['status', '-c', cfg], dir);
@@ -218,7 +223,7 @@ describe('status from the state dir', () => {
     expect(report.datasources[0]).toMatchObject({ bytes_read: size, bytes_committed: 0, bytes_behind: size });
   });
 
-  it('batches in the disk retry queue are counted from its files, in all and per Data Source; their bytes are committed', async () => {
+  it('batches in the disk retry queue are counted from its files, in all and per Data Source; their bytes are queued, not committed (not acknowledged)', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503, datasource: 'app', every: 1 }] });
     const file = path.join(dir, 'spool', 'app', 'a.ndjson');
@@ -231,14 +236,36 @@ describe('status from the state dir', () => {
     }, 'the batch in the disk queue');
     const byDs = (r: StatusReport) => Object.fromEntries(r.datasources.map((d) => [d.datasource, d.queue]));
     expect(byDs(live!)).toEqual({ app: live!.queue, web: { batches: 0, bytes: 0 } });
-    await stop();
     const size = statSync(file).size;
+    // Read, durably queued, not yet acknowledged: committed is 0, the file's bytes show as queued, none behind.
+    const queuedApp = { datasource: 'app', lines_acked: 0, lines_dead_lettered: 0, bytes_read: size, bytes_committed: 0, bytes_queued: size, bytes_behind: 0, files: [{ path: file, size, read: size, committed: 0, queued: size, behind: 0 }] };
+    expect(live!.datasources[0]).toMatchObject(queuedApp);
+    const table = await runCli(['status', '-c', await writeConfig(dir, emu, { admin: { listen: listenOf(agent.adminUrl!) } })], dir);
+    expect(table.stdout).toMatch(new RegExp(`\\napp\\s+10\\s+0\\s+0\\s+${size} B\\s+0 B\\s+${size} B\\s+0 B\\s+1\\s`));
+    await stop();
     const report = await statusJson(await writeConfig(dir, emu), dir);
     expect(report.queue).toEqual(live!.queue);
     expect(report.queue.bytes).toBeGreaterThan(0);
     expect(byDs(report)).toEqual(byDs(live!));
     expect(report.batches_active).toBe(0);
-    expect(report.datasources[0]).toMatchObject({ datasource: 'app', bytes_committed: size, bytes_behind: 0 });
+    expect(report.datasources[0]).toMatchObject({ ...queuedApp, lines_acked: null, lines_dead_lettered: null });
+  });
+
+  it('a dead-letter column explains lines read but not acknowledged (read 201 / acked 200 / dead letters 1)', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'reject_marker', marker: 'POISON' }] });
+    const lines = Array.from({ length: 200 }, (_, i) => JSON.stringify({ i }));
+    lines.splice(150, 0, '{"id":"POISON"}');
+    await writeLines(path.join(dir, 'spool', 'app', 'a.ndjson'), lines);
+    const { agent } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
+    const report = await waitFor(async () => {
+      const r = await fetchStatus(agent.adminUrl!);
+      return r.datasources[0]?.lines_acked === 200 && r.datasources[0]?.bytes_behind === 0 ? r : null;
+    }, 'every good line acknowledged and the bad one dead-lettered');
+    expect(report!.datasources[0]).toMatchObject({ datasource: 'app', lines_read: 201, lines_acked: 200, lines_dead_lettered: 1, bytes_queued: 0 });
+    const table = await runCli(['status', '-c', await writeConfig(dir, emu, { admin: { listen: listenOf(agent.adminUrl!) } })], dir);
+    expect(table.stdout).toMatch(/DATASOURCE\s+LINES READ\s+LINES ACKED\s+DEAD LETTERS\s+READ\s+COMMITTED\s+QUEUED\s+BEHIND\s+BATCHES QUEUED\s+LAST ERROR\s+PARKED/);
+    expect(table.stdout).toMatch(/\napp\s+201\s+200\s+1\s/);
   });
 
   it('exit 1 naming the state dir when no checkpoint is readable; an agent serving another state dir is not used', async () => {
@@ -267,7 +294,7 @@ describe('status from the state dir', () => {
     expect(r.code).toBe(0);
     const reports = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as StatusReport);
     expect(reports.length).toBeGreaterThanOrEqual(2);
-    for (const s of reports) expect(s).toMatchObject({ version: 1, source: 'state_dir', datasources: [] });
+    for (const s of reports) expect(s).toMatchObject({ version: 2, source: 'state_dir', datasources: [] });
 
     const plain = startCli(['status', '--watch', '-c', cfg], dir);
     await waitFor(() => plain.stdout().split('spoolship status at').length >= 3, 'two plain reports');

@@ -8,6 +8,7 @@ import { createMetrics } from '../../metrics/metrics.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
 import { memorySettingsApplied, ownHeapGrowth, reexecForRun } from '../memory.js';
 import { compressionThreads, threadpoolSize } from '../../codec/threads.js';
+import { nodeEndOfLife } from '../node-support.js';
 import { HeapGrowth } from '../../util/heap-growth.js';
 import { Scavenger, collections } from '../../util/scavenge.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
@@ -164,6 +165,13 @@ const command: Command = {
     if (io.env === process.env) reexecForRun(threadpoolSize(compressionThreads(loaded.config.compression.threads).threads));
     const log = createLogger(loaded.config.log, io.stderr);
     for (const w of loaded.warnings) log.warn(w);
+    const eol = nodeEndOfLife(process.version, new Date());
+    if (eol) {
+      log.warn(
+        { event: 'node_end_of_life', node: process.version, end_of_life: eol.endOfLife },
+        `Node.js ${eol.major} reached its end of life on ${eol.endOfLife} (no more security fixes): spoolship still runs on it, but supports Node.js 22 and 24; upgrade Node.js`,
+      );
+    }
     if (!memorySettingsApplied(io.env, process.execArgv)) {
       log.info(
         { event: 'memory_settings', applied: false, node: process.version },
