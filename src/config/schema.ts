@@ -64,7 +64,8 @@ export const SCHEMA = {
     max_in_flight_cap: key(int({ min: 1 }), 200, 'the most auto may reach: 100 req/s x 2 s answers'),
     max_in_flight_bytes: key(autoOr(size({ min: 1 })), 'auto', "compressed bodies in flight together; auto: the cap x the bodies' mean size, at most 1 GiB"),
     max_connections: key(int({ min: 1, max: MAX_CONNECTIONS, unit: '(the platform allows 250 connections per IP address)' }), 200, 'sockets to the API host'),
-    redis_url: key(optionalString('a redis:// or rediss:// URL', redisUrl), null, "share the budget across agents through Redis"),
+    redis_url: key(optionalString('a redis:// or rediss:// URL', redisUrl), null, 'share the budget across agents through Redis; redis://user:password@ (ACL), rediss:// (TLS)'),
+    redis_ca_file: key(optionalString('a file path', absolutePath), null, 'extra CA bundle (PEM) to trust for a rediss:// redis_url'),
     fallback_requests_per_second: key(int({ min: 1 }), 10, 'local budget while Redis is unreachable'),
   },
   retry: {

@@ -5,6 +5,7 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
+import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
 
 export interface LimiterContext {
   limits: Config['limits'];
@@ -25,6 +26,8 @@ export async function createLimiter(ctx: LimiterContext): Promise<RateLimiter> {
   const { RedisLimiter } = await import('./redis-limiter.js');
   return RedisLimiter.start({
     redisUrl: limits.redis_url,
+    // Read now: a missing CA file is a start-up error, not a join failure that falls back quietly.
+    redisCa: limits.redis_ca_file ? readRegularFileSync(limits.redis_ca_file, MAX_SECRET_FILE_BYTES) : undefined,
     budgetId: limits.budget_id ?? deriveBudgetId(ctx.baseUrl, ctx.token),
     requestsPerSecond: limits.requests_per_second,
     fallbackRequestsPerSecond: limits.fallback_requests_per_second,

@@ -46,6 +46,8 @@ import { MAX_SERVER_WAIT_MS } from './retry-policy.js';
 
 export interface RedisBudgetOptions {
   url: string;
+  /** Extra CA (PEM) for a rediss:// url; without it Node's own CAs are trusted. */
+  ca?: Buffer;
   /** Redis key of the budget: agents with the same key share one budget. */
   key: string;
   /** Spacing between request starts across every agent of the budget. */
@@ -181,6 +183,8 @@ export async function joinRedisBudget(o: RedisBudgetOptions): Promise<RedisBudge
     retryStrategy: () => null,
     connectTimeout: o.joinTimeoutMs,
     commandTimeout: o.commandTimeoutMs,
+    // rediss:// turns TLS on (ioredis); the CA, when given, goes with it.
+    ...(o.ca && o.url.startsWith('rediss:') ? { tls: { ca: o.ca } } : {}),
   }) as ReservingRedis;
   client.defineCommand('spoolshipReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
   client.defineCommand('spoolshipPause', { numberOfKeys: 1, lua: PAUSE_LUA });

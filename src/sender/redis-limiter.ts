@@ -31,6 +31,8 @@ import { BrokenBudgetError, joinRedisBudget, type RedisBudget } from './redis-bu
 
 export interface RedisLimiterOptions {
   redisUrl: string;
+  /** Extra CA (PEM) to trust for rediss:// (limits.redis_ca_file). */
+  redisCa?: Buffer;
   budgetId: string;
   requestsPerSecond: number;
   fallbackRequestsPerSecond: number;
@@ -156,6 +158,7 @@ export class RedisLimiter implements RateLimiter {
           if (budget) this.onLost(budget, err);
         },
         url: o.redisUrl,
+        ca: o.redisCa,
         key: budgetKey(o.budgetId),
         spacingMs: sharedSpacingMs(o.requestsPerSecond),
         quietIfNewMs: this.inFallback ? this.rejoinEveryMs + this.joinTimeoutMs : 0,

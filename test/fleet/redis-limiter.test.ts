@@ -2,6 +2,7 @@
 // (each with its own connections, like separate agents) on one budget_id
 // share one spacing; losing Redis falls back to the local budget, logged
 // once; a restarted (empty) Redis is rejoined.
+import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -240,7 +241,7 @@ describe('shared request budget over Redis', () => {
   });
 
   it('createLimiter uses the local budget without redis_url and the shared one with it', async () => {
-    const base = { requests_per_second: 100, budget_id: null, max_in_flight: 8, max_in_flight_cap: 64, max_in_flight_bytes: 48 * 1024 * 1024, max_connections: 8, fallback_requests_per_second: 10 };
+    const base = { requests_per_second: 100, budget_id: null, max_in_flight: 8, max_in_flight_cap: 64, max_in_flight_bytes: 48 * 1024 * 1024, max_connections: 8, redis_ca_file: null, fallback_requests_per_second: 10 };
     const ctx = { baseUrl: 'https://api.example.com', token: 'p.secret', log: pino({ level: 'silent' }), onFallback: () => undefined };
     const local = await createLimiter({ ...ctx, limits: { ...base, redis_url: null } });
     expect(local).not.toBeInstanceOf(RedisLimiter);
@@ -249,6 +250,77 @@ describe('shared request budget over Redis', () => {
     expect(shared).toBeInstanceOf(RedisLimiter);
     open.push(shared as RedisLimiter);
     expect(await redis.command('EXISTS', budgetKey(deriveBudgetId(ctx.baseUrl, ctx.token)))).toBe('1');
+  });
+});
+
+// limits.redis_url with an ACL user (redis://user:password@) and TLS
+// (rediss://, limits.redis_ca_file), against a real redis-server configured
+// for each; the password never reaches a log line.
+describe('Redis with ACL users and TLS', () => {
+  const PASSWORD = 'pw-9f3c1e-never-logged';
+  const ctx = { baseUrl: 'https://api.test', token: 'p.secret', onFallback: () => undefined };
+
+  function capture(): { log: pino.Logger; text: () => string } {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString('utf8'));
+        cb();
+      },
+    });
+    return { log: pino({ level: 'debug' }, sink), text: () => lines.join('') };
+  }
+
+  function limits(url: string, ca: string | null = null) {
+    return { requests_per_second: 100, budget_id: null, max_in_flight: 8, max_in_flight_cap: 8, max_in_flight_bytes: 1e6, max_connections: 8, redis_url: url, redis_ca_file: ca, fallback_requests_per_second: 10 };
+  }
+
+  it('redis://user:password@ joins as that ACL user; a wrong password falls back; neither password is logged', async () => {
+    const acl = await RedisServer.start(() => ['--user', 'default', 'reset', 'on', 'nopass', '+ping', '--user', 'spool', 'on', `>${PASSWORD}`, '~*', '&*', '+@all']);
+    try {
+      const good = capture();
+      const shared = (await createLimiter({ ...ctx, log: good.log, limits: limits(`redis://spool:${PASSWORD}@127.0.0.1:${acl.port}`) })) as RedisLimiter;
+      open.push(shared);
+      expect(shared.usingFallback).toBe(false);
+      await shared.acquire();
+      const wrong = capture();
+      const refused = (await createLimiter({ ...ctx, log: wrong.log, limits: limits(`redis://spool:not-${PASSWORD}@127.0.0.1:${acl.port}`) })) as RedisLimiter;
+      open.push(refused);
+      expect(refused.usingFallback).toBe(true);
+      expect(wrong.text()).toMatch(/WRONGPASS|invalid username-password/i);
+      for (const t of [good.text(), wrong.text()]) expect(t).not.toContain(PASSWORD);
+    } finally {
+      await acl.destroy();
+    }
+  });
+
+  it('rediss:// with limits.redis_ca_file joins over TLS; without the CA it falls back naming the certificate', async () => {
+    const tls = await RedisServer.start((dir) => {
+      const key = `${dir}/key.pem`;
+      const cert = `${dir}/cert.pem`;
+      const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+      if (r.status !== 0) throw new Error('openssl could not make the test certificate');
+      return ['--tls-port', String(tlsPort), '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', cert, '--tls-auth-clients', 'no'];
+    });
+    try {
+      const url = `rediss://127.0.0.1:${tlsPort}`;
+      const trusted = capture();
+      const shared = (await createLimiter({ ...ctx, log: trusted.log, limits: limits(url, `${tls.dir}/cert.pem`) })) as RedisLimiter;
+      open.push(shared);
+      expect(shared.usingFallback).toBe(false);
+      await shared.acquire();
+      const untrusted = capture();
+      const refused = (await createLimiter({ ...ctx, log: untrusted.log, limits: limits(url) })) as RedisLimiter;
+      open.push(refused);
+      expect(refused.usingFallback).toBe(true);
+      expect(untrusted.text()).toMatch(/certificate/i);
+    } finally {
+      await tls.destroy();
+    }
+  });
+  let tlsPort = 0;
+  beforeAll(async () => {
+    tlsPort = await freePort();
   });
 });
 

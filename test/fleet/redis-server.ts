@@ -15,6 +15,8 @@ export class RedisServer {
   private constructor(
     readonly port: number,
     readonly dir: string,
+    /** More redis-server arguments (ACL users, TLS); `command()` needs a plain, open default user. */
+    private readonly extra: string[] = [],
   ) {}
 
   get url(): string {
@@ -25,10 +27,10 @@ export class RedisServer {
     return this.child?.pid ?? null;
   }
 
-  static async start(): Promise<RedisServer> {
+  static async start(extra: (dir: string) => string[] = () => []): Promise<RedisServer> {
     assertRedisInstalled();
     const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-redis-'));
-    const server = new RedisServer(await freePort(), dir);
+    const server = new RedisServer(await freePort(), dir, extra(dir));
     await server.restart();
     return server;
   }
@@ -38,7 +40,7 @@ export class RedisServer {
     if (this.child) throw new Error('redis-server is already running');
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', path.join(this.dir, 'redis.log')],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', path.join(this.dir, 'redis.log'), ...this.extra],
       { stdio: 'ignore' },
     );
     this.child = child;
