@@ -9,7 +9,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDelivery, getJson, lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { getJson, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 const TOKEN = 'tok_SECRETgood0123456789abcdef';
 const WRONG = 'tok_SECRETwrong9876543210fedcba';
@@ -55,7 +55,7 @@ describe('secrets (process)', () => {
       await writeFile(file, lines('s', written, n), { flag: 'a' });
       written += n;
     };
-    const delivered = (what: string) => waitFor(async () => (await checkDelivery(t, 'ev', 's', written)).missing === 0, what);
+    const delivered = (what: string) => waitForDelivery(t, 'ev', 's', written, what);
     await write(200);
     const agent = spawnAgent(paths.configFile);
     const admin = (await agent.started)!;
