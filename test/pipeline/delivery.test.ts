@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectByteIdenticalRetries, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectByteIdenticalRetries, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 describe('delivery', () => {
   it('ships three Data Sources, 100k lines, each line exactly once, in requests that follow the rules', async () => {
@@ -20,7 +20,7 @@ describe('delivery', () => {
     expect(Object.values(expected).flat()).toHaveLength(100_000);
     const { stop } = await startAgent(config);
     for (const ds of Object.keys(expected)) {
-      await waitFor(() => rows(emu, dir, ds).length >= expected[ds]!.length, `${ds} rows`);
+      await waitForRows(emu, dir, ds, expected[ds]!, `${ds} rows`);
     }
     await stop();
     for (const [ds, lines] of Object.entries(expected)) expectExactlyOnce(rows(emu, dir, ds), lines);

@@ -14,6 +14,7 @@ import type { Config } from '../../src/config/types.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
 import type { DroppedHow } from '../../src/util/scavenge.js';
 import type { Codec } from '../../src/codec/index.js';
+import { answersByStatus, compareRows, describeDelivery, impossible, quarantineSample } from '../support/delivery.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -104,7 +105,33 @@ export function rows(emu: Emulator, dir: string, ds: string): string[] {
   const f = path.join(dir, 'emu', `${ds}.ndjson`);
   if (!existsSync(f)) return [];
   const text = readFileSync(f, 'utf8');
-  return text.length ? text.slice(0, -1).split('\n') : [];
+  // The emulator appends on the threadpool: a read may catch a write half
+  // done. What follows the last newline is not a row yet.
+  const end = text.lastIndexOf('\n');
+  return end === -1 ? [] : text.slice(0, end).split('\n');
+}
+
+/**
+ * Wait until the rows stored for `ds` hold every line of `expected`, and
+ * return them. Fails at once, with what arrived, on a row that is not one of
+ * the lines written, a line the emulator quarantined, or (unless
+ * `duplicates: 'allow'`) a line stored twice: no further delivery mends
+ * those. On timeout it says which lines are missing
+ * and what the emulator answered (test/support/delivery.ts).
+ */
+export async function waitForRows(emu: Emulator, dir: string, ds: string, expected: readonly string[], what: string, opts: { timeoutMs?: number; duplicates?: 'allow' } = {}): Promise<string[]> {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const got = rows(emu, dir, ds);
+    const quarantined = emu.stats().quarantined[ds] ?? 0;
+    const seen = { ...compareRows(got, expected), quarantined, sampleQuarantined: quarantined > 0 ? quarantineSample(path.join(dir, 'emu'), ds) : [] };
+    const wrong = impossible(seen, opts.duplicates === 'allow');
+    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, answersByStatus(emu.requests(), ds))}`);
+    if (seen.missing === 0) return got;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, answersByStatus(emu.requests(), ds))}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 /** Poll an observable condition (emulator rows, files on disk) until it holds. */

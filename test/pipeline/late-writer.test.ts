@@ -11,7 +11,7 @@ import { appendFileSync, closeSync, mkdirSync, openSync, renameSync, writeSync }
 import { readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 /** An application's log descriptor, opened for appending. */
 function openLog(file: string): { write(text: string): void } {
@@ -57,7 +57,7 @@ describe('a renamed file keeps being read until it is idle', () => {
     const late = jsonLines('late', 0, 300);
     app.write(`"n":1}\n${late.join('\n')}\n`);
     const expected = [...before, ...next, '{"id":"half","n":1}', ...late];
-    await waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows, got ${rows(emu, dir, 'ev').length}`, 15_000);
+    await waitForRows(emu, dir, 'ev', expected, 'every line, the late ones too', { timeoutMs: 15_000 });
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
   });
@@ -82,7 +82,7 @@ describe('a renamed file keeps being read until it is idle', () => {
     const next = jsonLines('next', 0, 10);
     await writeLines(file, next);
     const expected = [...before, ...tail, ...next];
-    await waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows, got ${rows(emu, dir, 'ev').length}`, 15_000);
+    await waitForRows(emu, dir, 'ev', expected, 'every line, the late ones too', { timeoutMs: 15_000 });
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
   });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 describe('disk retry queue in the agent', () => {
   it('an outage moves batches to the disk queue, the spool is committed past them, and all arrive once afterwards', async () => {
@@ -14,7 +14,7 @@ describe('disk retry queue in the agent', () => {
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 5, 'batches queued during the outage');
     expect(rows(emu, dir, 'ev')).toEqual([]);
     emu.setFaults([]);
-    await waitFor(() => rows(emu, dir, 'ev').length >= 3000, 'all rows after the outage');
+    await waitForRows(emu, dir, 'ev', lines, 'all rows after the outage');
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) === 0, 'queue drained');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
@@ -34,7 +34,7 @@ describe('disk retry queue in the agent', () => {
     emu.setFaults([]);
     const before = emu.requests().length;
     const second = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length >= 2000, 'rows after restart');
+    await waitForRows(emu, dir, 'ev', lines, 'rows after restart');
     await second.stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
     // What was queued is resent with the very bytes it failed with...
@@ -61,7 +61,7 @@ describe('disk retry queue in the agent', () => {
     // Fixed token: the queued batch is delivered after the restart.
     const fixed = configFor(dir, emu);
     const again = await startAgent(fixed);
-    await waitFor(() => rows(emu, dir, 'ev').length === 200, 'rows with the right token');
+    await waitForRows(emu, dir, 'ev', lines, 'rows with the right token');
     await again.stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
@@ -72,13 +72,14 @@ describe('readiness during an outage', () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     emu.setFaults([{ kind: 'status', status: 503 }]);
-    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), jsonLines('n', 0, 500));
+    const lines = jsonLines('n', 0, 500);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const { agent, stop } = await startAgent(configFor(dir, emu, { batch: { max_bytes: 5_000, linger_ms: 50 } }));
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 1, 'batches queued');
     const r = await waitFor(() => (agent.readiness().reasons.includes('no_progress') ? agent.readiness() : null), 'no_progress');
     expect(r.ready).toBe(false);
     emu.setFaults([]);
-    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the outage');
+    await waitForRows(emu, dir, 'ev', lines, 'rows after the outage');
     await waitFor(() => agent.readiness().ready, 'ready again');
     await stop();
   });

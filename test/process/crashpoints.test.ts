@@ -16,6 +16,7 @@ import {
   startEmu,
   tempDir,
   waitFor,
+  waitForDelivery,
   writeConfig,
   type AgentProcess,
   type TestEmu,
@@ -72,7 +73,7 @@ async function restartClean(configFile: string): Promise<{ p: AgentProcess; admi
 }
 
 async function drainAndStop(t: TestEmu, p: AgentProcess, total: number): Promise<void> {
-  await waitFor(async () => (await checkDelivery(t, 'ev', 'c', total)).missing === 0, `all ${total} lines`, 30_000, 250).catch(() => undefined);
+  await waitForDelivery(t, 'ev', 'c', total, `all ${total} lines`, { everyMs: 250, duplicates: 'allow' }).catch(() => undefined);
   p.child.kill('SIGTERM');
   const exit = await p.exited;
   expect(exit.code, 'SIGTERM: exit 0').toBe(0);

@@ -4,7 +4,7 @@
 // times, fixed-size lines (so a batch's line count is known from its size),
 // and polling helpers with deadlines. vitest's globalSetup builds dist/.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import { startEmulator, type Emulator, type EmulatorOptions, type EventsRequestRecord } from '../../src/emulator/index.js';
+import { answersByStatus, describeDelivery, impossible, quarantineSample } from '../support/delivery.js';
 import { withLevelNumber } from '../support/log-levels.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -122,22 +123,38 @@ export async function checkDelivery(t: TestEmu, ds: string, prefix: string, coun
   let unexpected = 0;
   const firstUnexpected: string[] = [];
   const file = path.join(t.dataDir, `${ds}.ndjson`);
-  if (existsSync(file)) {
+  const re = new RegExp(`^\\{"id":"${prefix}(\\d{9})","pad":"[A-Za-z0-9+/x]+"\\}$`);
+  const take = (l: string): void => {
+    rows++;
+    const m = re.exec(l);
+    const n = m ? Number(m[1]) : -1;
+    if (!m || n >= count || l.length !== lineBytes - 1) {
+      unexpected++;
+      if (firstUnexpected.length < 3) firstUnexpected.push(l.slice(0, 120));
+      return;
+    }
+    if (seen[n]! < 65535) seen[n]!++;
+  };
+  const size = existsSync(file) ? statSync(file).size : 0;
+  if (size > 0) {
+    // The emulator appends on the threadpool: a read may catch a write half
+    // done. A last line without its newline is not a row yet.
+    const last = Buffer.alloc(1);
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, last, 0, 1, size - 1);
+    } finally {
+      closeSync(fd);
+    }
     const { createReadStream } = await import('node:fs');
     const { createInterface } = await import('node:readline');
-    const rl = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-    const re = new RegExp(`^\\{"id":"${prefix}(\\d{9})","pad":"[A-Za-z0-9+/x]+"\\}$`);
+    const rl = createInterface({ input: createReadStream(file, { end: size - 1 }), crlfDelay: Infinity });
+    let held: string | null = null;
     for await (const l of rl) {
-      rows++;
-      const m = re.exec(l);
-      const n = m ? Number(m[1]) : -1;
-      if (!m || n >= count || l.length !== lineBytes - 1) {
-        unexpected++;
-        if (firstUnexpected.length < 3) firstUnexpected.push(l.slice(0, 120));
-        continue;
-      }
-      if (seen[n]! < 65535) seen[n]!++;
+      if (held !== null) take(held);
+      held = l;
     }
+    if (held !== null && last[0] === 0x0a) take(held);
   }
   let unique = 0;
   let duplicates = 0;
@@ -149,6 +166,48 @@ export async function checkDelivery(t: TestEmu, ds: string, prefix: string, coun
     } else if (firstMissing.length < 5) firstMissing.push(`${prefix}${String(i).padStart(9, '0')}`);
   }
   return { rows, unique, duplicates, missing: count - unique, unexpected, firstMissing, firstUnexpected };
+}
+
+/**
+ * Wait until every expected line `<prefix>0 .. <prefix>(count-1)` is stored
+ * for `ds`, and return the last check. Fails at once, with what arrived, on
+ * a row that is not an expected line (cut, joined, foreign), a line the
+ * emulator quarantined, or, unless
+ * `duplicates: 'allow'`, a line stored twice: no further delivery mends
+ * those. On timeout it says which lines are missing and what the emulator
+ * answered (test/support/delivery.ts).
+ */
+export async function waitForDelivery(
+  t: TestEmu,
+  ds: string,
+  prefix: string,
+  count: number,
+  what: string,
+  opts: { timeoutMs?: number; everyMs?: number; duplicates?: 'allow'; lineBytes?: number } = {},
+): Promise<DeliveryCheck> {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const c = await checkDelivery(t, ds, prefix, count, opts.lineBytes);
+    const quarantined = t.emu.stats().quarantined[ds] ?? 0;
+    const seen = {
+      rows: c.rows,
+      present: c.unique,
+      missing: c.missing,
+      duplicates: c.duplicates,
+      unexpected: c.unexpected,
+      sampleMissing: c.firstMissing.slice(0, 3),
+      sampleDuplicates: [],
+      sampleUnexpected: c.firstUnexpected,
+      quarantined,
+      sampleQuarantined: quarantined > 0 ? quarantineSample(t.dataDir, ds) : [],
+    };
+    const wrong = impossible(seen, opts.duplicates === 'allow');
+    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, answersByStatus(t.records, ds))}`);
+    if (c.missing === 0) return c;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, answersByStatus(t.records, ds))}`);
+    await new Promise((r) => setTimeout(r, opts.everyMs ?? 100));
+  }
 }
 
 /** Ids of the rows stored for `ds`, in the order they were stored (-1: not an expected line). */

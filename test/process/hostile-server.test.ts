@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDelivery, getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from './helpers.js';
+import { getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
 
 type Mode = 'ok' | 'redirect' | 'html' | 'endless' | 'absurd-429';
 
@@ -143,7 +143,7 @@ describe('a hostile server (process)', () => {
     t.emu.setFaults([]);
     const q = spawnAgent(cfg.configFile);
     await q.started;
-    await waitFor(async () => (await checkDelivery(t, 'ev', 's', 100)).missing === 0, 'all 100 lines after the restart');
+    await waitForDelivery(t, 'ev', 's', 100, 'all 100 lines after the restart');
     expect(await sigterm(q)).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ import {
   startEmu,
   tempDir,
   waitFor,
+  waitForDelivery,
   writeConfig,
   type AgentProcess,
   type TimedRecord,
@@ -156,7 +157,7 @@ describe('kill -9 at random moments (process)', () => {
       runs.push(final);
       await final.started;
       // Not a waitFor: on a timeout the assertions below say what is missing.
-      await waitFor(async () => (await checkDelivery(t, 'ev', 'k', total)).missing === 0, 'all lines', 40_000, 500).catch(() => undefined);
+      await waitForDelivery(t, 'ev', 'k', total, 'all lines', { timeoutMs: 40_000, everyMs: 500, duplicates: 'allow' }).catch(() => undefined);
       console.log(`[kill9] final run logs: ${JSON.stringify(final.logs.map((l) => l.msg))}`);
       final.child.kill('SIGTERM');
       const exit = await final.exited;

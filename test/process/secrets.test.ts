@@ -14,7 +14,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCa, makeClientCert } from '../support/pki.js';
 import { startTinyproxy } from '../support/tinyproxy.js';
-import { checkDelivery, getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { checkDelivery, getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 const TOKEN = 'tok_SECRETgood0123456789abcdef';
 const WRONG = 'tok_SECRETwrong9876543210fedcba';
@@ -71,7 +71,7 @@ describe('secrets (process)', () => {
       await writeFile(file, lines('s', written, n), { flag: 'a' });
       written += n;
     };
-    const delivered = (what: string) => waitFor(async () => (await checkDelivery(t, 'ev', 's', written)).missing === 0, what);
+    const delivered = (what: string) => waitForDelivery(t, 'ev', 's', written, what);
     await write(200);
     const agent = spawnAgent(paths.configFile);
     const admin = (await agent.started)!;

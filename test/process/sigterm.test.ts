@@ -4,7 +4,7 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDelivery, errorsIn, lines, metric, sleep, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from './helpers.js';
+import { checkDelivery, errorsIn, lines, metric, sleep, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
 
 const SHUTDOWN_TIMEOUT_MS = 5000;
 
@@ -54,7 +54,7 @@ describe('SIGTERM (process)', () => {
       await sleep(1000); // keep writing while the second run ships
       w.stop();
       const total = w.written();
-      await waitFor(async () => (await checkDelivery(t, 'ev', 's', total)).missing === 0, `all ${total} lines`, 30_000, 250).catch(() => undefined);
+      await waitForDelivery(t, 'ev', 's', total, `all ${total} lines`, { everyMs: 250 }).catch(() => undefined);
       const stop2 = await sigterm(second);
       expect(stop2.code).toBe(0);
       const result = await checkDelivery(t, 'ev', 's', total);
@@ -85,7 +85,7 @@ describe('SIGTERM (process)', () => {
     t.emu.setFaults([]);
     const second = spawnAgent(cfg.configFile);
     await second.started;
-    await waitFor(async () => (await checkDelivery(t, 'ev', 's', 3000)).missing === 0, 'all 3000 lines', 30_000, 250).catch(() => undefined);
+    await waitForDelivery(t, 'ev', 's', 3000, 'all 3000 lines', { everyMs: 250 }).catch(() => undefined);
     const stop2 = await sigterm(second);
     expect(stop2.code).toBe(0);
     const result = await checkDelivery(t, 'ev', 's', 3000);
@@ -115,7 +115,7 @@ describe('SIGTERM (process)', () => {
     t.emu.setFaults([]);
     const again = spawnAgent(cfg.configFile);
     await again.started;
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'h', 500)).missing === 0, 'every line after the restart');
+    await waitForDelivery(t, 'ev', 'h', 500, 'every line after the restart');
     expect((await sigterm(again)).code).toBe(0);
     expect((await checkDelivery(t, 'ev', 'h', 500)).duplicates).toBe(0);
   });

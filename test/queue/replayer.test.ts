@@ -34,6 +34,43 @@ async function enqueue(h: Harness, queue: RetryQueue, ds: string, id: number): P
   await queue.append({ id, ds, encoding: b.encoding, rawLen: b.rawLen, lines: b.lines, queuedAt: h.clock.now() }, await bodyBytes(b.body));
 }
 
+/**
+ * The queue, with each take() that finds nothing held after it has looked
+ * until letGo(): what happens meanwhile (a batch queued, a park woken) comes
+ * while the replayer's loops look. Takes after letGo() are not held.
+ */
+function holdEmptyTakes(queue: RetryQueue): { queue: RetryQueue; readonly looking: number; letGo: () => void } {
+  let looking = 0;
+  let holding = true;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const proxy = new Proxy(queue, {
+    get(target, key) {
+      if (key === 'take') {
+        return async (passOver?: (ds: string) => boolean) => {
+          const rec = await target.take(passOver);
+          if (rec || !holding) return rec;
+          looking++;
+          await held;
+          return rec;
+        };
+      }
+      const v = Reflect.get(target, key) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return {
+    queue: proxy,
+    get looking() {
+      return looking;
+    },
+    letGo: () => {
+      holding = false;
+      release();
+    },
+  };
+}
+
 describe('QueueReplayer: parked Data Sources', () => {
   it("a Data Source parked datasource_rejected keeps its queued batches queued and does not hold back the other Data Sources' batches", async () => {
     const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
@@ -105,36 +142,52 @@ describe('QueueReplayer: wake-ups', () => {
   it('a batch queued while every loop looks and finds nothing is sent, not left until the next poke', async () => {
     const h = await harness();
     const queue = await RetryQueue.open(await tempDir(), 1e9, () => undefined);
-    // Each loop's take() finds the queue empty, then is held there until the test lets both go on.
-    let looking = 0;
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let holding = true;
-    const seen = new Proxy(queue, {
-      get(target, key) {
-        if (key === 'take') {
-          return async (passOver?: (ds: string) => boolean) => {
-            const rec = await target.take(passOver);
-            if (rec || !holding) return rec;
-            looking++;
-            await held;
-            return rec;
-          };
-        }
-        const v = Reflect.get(target, key) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    const r = await replayerFor(h, seen);
+    const held = holdEmptyTakes(queue);
+    const r = await replayerFor(h, held.queue);
     try {
-      await settle(() => looking === REPLAY_CONCURRENCY, 'every loop looking, the queue empty');
+      await settle(() => held.looking === REPLAY_CONCURRENCY, 'every loop looking, the queue empty');
       // The pipeline queues a batch and pokes while the loops look.
       await enqueue(h, queue, 'ev', 7);
       r.replayer.poke();
-      holding = false;
-      letGo();
+      held.letGo();
       await settle(() => r.delivered.includes(7), 'the batch queued while the loops looked delivered');
       expect(h.emu.stats().rows).toEqual({ ev: 2 });
+    } finally {
+      void h.sender.close();
+      await r.replayer.close();
+      await queue.close();
+    }
+  });
+
+  it("a park woken while every loop looks is probed at once, not at the next probe 60 s later", async () => {
+    // 9b5cf51's other half: the sender's change signal is taken before
+    // looking. Taken after, a SIGHUP or token change that woke the park while
+    // take() passed its batches over was missed, and the loops slept until
+    // the park's next probe.
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    expect(await h.sender.deliver(await h.batch('known', lines('k', 1), 100))).toBe('done');
+    // 'gone' is parked (datasource_rejected) before the replayer starts.
+    expect(await h.sender.deliver(await h.batch('gone', lines('g', 1), 101), { leaveWhenDsParked: true })).not.toBe('done');
+    expect(h.parks).toEqual([{ scope: 'gone', reason: 'datasource_rejected' }]);
+    const queue = await RetryQueue.open(await tempDir(), 1e9, () => undefined);
+    await enqueue(h, queue, 'gone', 1);
+    const held = holdEmptyTakes(queue);
+    const r = await replayerFor(h, held.queue);
+    try {
+      await settle(() => held.looking === REPLAY_CONCURRENCY, "every loop has looked and passed the parked batch over");
+      const sentBefore = h.sent.length;
+      // The token file changes while they look: the park is woken.
+      h.token.value = h.emu.token;
+      h.sender.wake();
+      held.letGo();
+      // Delivered, or every loop asleep on the clock (the wake-up missed: only the clock's 60 s would end it).
+      await settle(() => r.delivered.includes(1) || h.clock.waiting >= REPLAY_CONCURRENCY, 'the batch delivered, or every loop asleep');
+      expect(
+        { delivered: r.delivered, sent: h.sent.length - sentBefore, sleepingMs: h.clock.nextWakeInMs() },
+        'the woken park probed at once by a loop, without the clock moving',
+      ).toEqual({ delivered: [1], sent: 1, sleepingMs: null });
+      expect(h.emu.stats().rows).toEqual({ known: 1, gone: 2 });
     } finally {
       void h.sender.close();
       await r.replayer.close();
