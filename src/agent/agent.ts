@@ -500,8 +500,10 @@ export class Agent {
   }
 
   /** spoolship_behind_bytes, per Data Source (asked for at scrape time): past the committed offsets, and what waits in the disk retry queue. */
-  private behindBytes(): Map<string, number> {
-    const behind = this.spooler?.behindBytes((key) => this.store.committedOf(key)) ?? new Map<string, number>();
+  /** null until the first scan of the spool has ended: before it, the files' sizes are not known. */
+  private behindBytes(): Map<string, number> | null {
+    if (!this.spooler?.scannedOnce) return null;
+    const behind = this.spooler.behindBytes((key) => this.store.committedOf(key));
     for (const [ds, n] of this.store?.queuedBytesBehind() ?? []) behind.set(ds, (behind.get(ds) ?? 0) + n);
     return behind;
   }

@@ -17,7 +17,8 @@ import { version } from '../util/version.js';
 /** What the running agent answers at scrape time. */
 export interface MetricsSources {
   /** Bytes of the spool not yet acknowledged, per Data Source: computed when /metrics is scraped. */
-  behindBytes?: () => Map<string, number>;
+  /** Bytes behind per Data Source; null while the spool was not looked at yet (no series is set then). */
+  behindBytes?: () => Map<string, number> | null;
   /** /readyz answers 200 now. */
   ready?: () => boolean;
 }
@@ -81,7 +82,10 @@ export function createMetrics(sources: MetricsSources = {}) {
       registers: reg,
       // At scrape time: walking 10,000 files on every tick cost CPU and garbage.
       collect() {
-        const now = src.behindBytes?.() ?? new Map<string, number>();
+        // null until the spool was first looked at: a 0 then would say
+        // "nothing behind" of a spool whose files are not stat'd yet.
+        const now = src.behindBytes?.();
+        if (now === null || now === undefined) return;
         for (const ds of now.keys()) knowDataSource(ds);
         for (const ds of known) this.set({ datasource: ds }, now.get(ds) ?? 0);
       },

@@ -111,6 +111,11 @@ export class Spooler implements LongLived {
   }
 
   /** spoolship_behind_bytes per Data Source. */
+  /** The first scan of the spool has ended: every file there is known with its size. */
+  get scannedOnce(): boolean {
+    return !this.discovery.firstScan;
+  }
+
   behindBytes(committedOf: (key: string) => number | undefined): Map<string, number> {
     return this.tailers.behindBytes(committedOf);
   }
