@@ -28,12 +28,13 @@ import { Admission } from '../spool/admission.js';
 import { LayoutReporter } from '../spool/layout.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
+import { secureStateDir } from '../state/dir-trust.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import type { DroppedHow } from '../util/scavenge.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { deadLetterDropped, queueRecordSkipped, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
+import { deadLetterDropped, queueRecordSkipped, stateDirTightened, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
@@ -159,6 +160,8 @@ export class Agent {
       // emulator's token comes with it, in connect().
       await this.startAdmin();
       if (c.api.base_url !== 'embedded') this.token = await TokenSource.create(c.api.token, c.api.token_file);
+      // Before anything is written there: refused when another user could change it.
+      await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
       this.lock = await acquireLock(c.state_dir);
       parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);

@@ -1,7 +1,7 @@
 // What the state side tells operators: the parked gauge for a full or
 // unwritable state_dir (the acker's faults), a line the full dead-letter
-// store could not keep, a queue record skipped as torn or corrupt, and a
-// changed token file.
+// store could not keep, a queue record skipped as torn or corrupt, a
+// changed token file, and a loose state_dir made 0700.
 import type { DeadLetterInput } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -37,4 +37,9 @@ export function tokenChanged(log: Logger, retryParked: () => void): () => void {
     log.info({ event: 'token_changed' }, 'token file changed; retrying parked requests');
     retryParked();
   };
+}
+
+/** state_dir had group or other bits (an emptyDir's 0777, an old umask's 0755): made 0700 at start. */
+export function stateDirTightened(log: Logger, dir: string): (modeWas: string) => void {
+  return (modeWas) => log.warn({ event: 'state_dir_tightened', dir, mode_was: modeWas }, `state_dir was mode ${modeWas}: made 0700, so no other user can replace what the agent keeps there`);
 }
