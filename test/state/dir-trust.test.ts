@@ -67,4 +67,21 @@ describe('state_dir ownership and mode at start', () => {
     expect(mode(cfg.stateDir)).toBe('777');
     expect(existsSync(`${cfg.stateDir}/spoolship.lock`)).toBe(false);
   });
+
+  it("a non-root agent makes its state_dir inside a root-owned 0777 volume (the Kubernetes sidecar's layout): created 0700, its own, no WARN", async () => {
+    const dir = await tempDir();
+    chmodSync(dir, 0o755);
+    const volume = `${dir}/volume`;
+    mkdirSync(volume);
+    chmodSync(volume, 0o777);
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t, { state_dir: `${volume}/state` });
+    const p = spawnAgent(cfg.configFile, {}, { uid: OTHER_UID });
+    await p.started;
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    expect(mode(cfg.stateDir)).toBe('700');
+    expect(statSync(cfg.stateDir).uid).toBe(OTHER_UID);
+    expect(p.logs.filter((l) => l.event === 'state_dir_tightened')).toEqual([]);
+  });
 });
