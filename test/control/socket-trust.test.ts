@@ -34,11 +34,11 @@ async function stateDir(): Promise<{ dir: string; state: string; sock: string; c
 }
 
 /** Listen on `sock` answering every request with one queued row; returns how many connections it got. */
-async function forgedAgent(sock: string): Promise<() => number> {
+async function forgedAgent(sock: string, row: object = ROW): Promise<() => number> {
   let connections = 0;
   const server = net.createServer((s) => {
     connections++;
-    s.once('data', () => s.end(`${JSON.stringify({ ok: true, rows: [ROW] })}\n`));
+    s.once('data', () => s.end(`${JSON.stringify({ ok: true, rows: [row] })}\n`));
   });
   await new Promise<void>((resolve) => server.listen(sock, resolve));
   onCleanup(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -53,6 +53,16 @@ describe('control socket trust (process)', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ id: 7 });
     expect(connections()).toBe(1);
+  });
+
+  it("queue list's table shows an answer's control characters escaped (a server's error text, a file name)", async () => {
+    const s = await stateDir();
+    await forgedAgent(s.sock, { ...ROW, datasource: 'ev\u001b[2J', last_error: '\u001b[31mred\u0007\nforged line' });
+    const r = await cli(['queue', 'list', '-c', s.configFile], s.dir);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+    expect(r.stdout).toContain('\\u001b[31mred\\u0007\\nforged line');
+    expect(r.stdout.trimEnd().split('\n')).toHaveLength(2);
   });
 
   it("a socket owned by another user is refused by queue list and status: exit 2 naming it, the forgery never asked", async () => {
