@@ -56,4 +56,30 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     expect(p.logs.filter((l) => l.event === 'file_unreadable')).toHaveLength(1);
     expect(p.logs.filter((l) => l.level >= 50)).toEqual([]);
   });
+
+  it('one not yet followed (unreadable before the agent first saw it) is one WARN file_unreadable too, and read from its start when readable', async () => {
+    const dir = await tempDir();
+    chmodSync(dir, 0o755);
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t, { spool: { idle_ms: 200 } });
+    const file = path.join(cfg.spoolDir, 'ev', 'b.ndjson');
+    mkdirSync(path.dirname(file), { recursive: true });
+    mkdirSync(cfg.stateDir, { mode: 0o700 });
+    chownSync(cfg.stateDir, OTHER_UID, OTHER_UID);
+    appendFileSync(file, lines('n', 0, 40));
+    chmodSync(file, 0o000);
+    const p = spawnAgent(cfg.configFile, {}, { uid: OTHER_UID });
+    await p.started;
+    const warned = await waitFor(() => p.logs.find((l) => l.event === 'file_unreadable'), 'WARN file_unreadable');
+    expect(warned).toMatchObject({ level: 40, file, code: 'EACCES', datasource: 'ev' });
+    await new Promise((r) => setTimeout(r, UNREADABLE_MS));
+    chmodSync(file, 0o644);
+    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 40, 'all 40 lines');
+    await waitFor(() => p.logs.some((l) => l.event === 'file_readable'), 'INFO file_readable');
+
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    expect(await checkDelivery(t, 'ev', 'n', 40)).toMatchObject({ rows: 40, duplicates: 0, missing: 0, unexpected: 0 });
+    expect(p.logs.filter((l) => l.event === 'file_unreadable')).toHaveLength(1);
+  });
 });
