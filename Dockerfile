@@ -45,10 +45,13 @@ COPY deploy/docker/spoolship.yaml /etc/spoolship/spoolship.yaml
 COPY deploy/docker/healthcheck.mjs ./deploy/docker/healthcheck.mjs
 # A fixed numeric uid/gid, so Kubernetes' runAsNonRoot can check it and
 # hostPath volumes can be chowned to it (deploy/kubernetes/overlays/daemonset).
+# The state directory 0700: the agent makes a looser one so at its start,
+# with a WARN, and refuses one it does not own (docs/troubleshooting.md).
 RUN groupadd --system --gid 10001 spoolship \
  && useradd --system --uid 10001 --gid spoolship --home-dir /var/lib/spoolship --shell /usr/sbin/nologin spoolship \
  && mkdir -p /var/lib/spoolship /var/spool/spoolship \
  && chown spoolship:spoolship /var/lib/spoolship /var/spool/spoolship \
+ && chmod 0700 /var/lib/spoolship \
  && ln -s /opt/spoolship/dist/cli.js /usr/local/bin/spoolship
 VOLUME ["/var/lib/spoolship", "/var/spool/spoolship"]
 EXPOSE 9464

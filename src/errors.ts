@@ -13,6 +13,8 @@
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
 // | SPOOLSHIP_ERR_STATE_CORRUPT       | 1    | no readable checkpoint (both copies fail their check)  |
 // | SPOOLSHIP_ERR_STATE_DIR_LOST      | 1    | state_dir or its lock file was removed or replaced while running |
+// | SPOOLSHIP_ERR_STATE_DIR_UNSAFE    | 2    | state_dir is another user's, or writable by others and not ours to tighten |
+// | SPOOLSHIP_ERR_CONTROL_UNTRUSTED   | 2    | control.sock (or its state_dir) is not the agent's user's or root's, or not a socket |
 // | SPOOLSHIP_ERR_NETWORK             | 1    | no HTTP answer: connection refused/reset, DNS, timeout |
 // | SPOOLSHIP_ERR_WAIT_TIMEOUT        | 1    | an accepted cluster operation did not finish in time |
 
@@ -130,6 +132,25 @@ export class StateLayoutError extends SpoolshipError {
       `${file} is ${what}: the agent keeps its own directory there and never follows a link in state_dir (clearing it would delete what the link points to); move it away and start again`,
       EXIT_USAGE,
     );
+  }
+}
+
+/**
+ * A state_dir that someone other than the agent's user (and root) may
+ * change: they could replace its control socket, its queue or its
+ * checkpoint. The agent tightens a loose directory it owns itself; this is
+ * the one it cannot.
+ */
+export class StateDirUnsafeError extends SpoolshipError {
+  constructor(dir: string, why: string, fix: string) {
+    super('SPOOLSHIP_ERR_STATE_DIR_UNSAFE', `state_dir ${dir} ${why}, so another user could replace what the agent keeps there (its control socket, queue, checkpoint); ${fix}`, EXIT_USAGE);
+  }
+}
+
+/** A command refuses to trust what answers on control.sock: see `ownedByUsOrRoot` in control/trust.ts. */
+export class ControlUntrustedError extends SpoolshipError {
+  constructor(what: string, why: string) {
+    super('SPOOLSHIP_ERR_CONTROL_UNTRUSTED', `${what} ${why}: not trusted (it could be another user's forgery); run this command as the agent's user, and see docs/troubleshooting.md`, EXIT_USAGE);
   }
 }
 

@@ -28,12 +28,13 @@ import { Admission } from '../spool/admission.js';
 import { LayoutReporter } from '../spool/layout.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
+import { secureStateDir } from '../state/dir-trust.js';
 import { StateDirWatch } from '../state/dir-watch.js';
 import type { DroppedHow } from '../util/scavenge.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { clientCertChanged, clientCertRefused, deadLetterDropped, proxyInUse, queueRecordSkipped, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
+import { clientCertChanged, clientCertRefused, deadLetterDropped, proxyInUse, queueRecordSkipped, stateDirTightened, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
 import { DIRECT, proxyRoute, type ProxyRoute } from '../config/proxy.js';
 import { ClientIdentitySource } from '../net/client-identity.js';
 import { EMBEDDED_NETWORK } from '../net/setup.js';
@@ -172,6 +173,8 @@ export class Agent {
         this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
         this.route = proxyRoute(c.api.proxy, deps.env ?? {}, apiBaseUrl(c));
       }
+      // Before anything is written there: refused when another user could change it.
+      await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
       this.lock = await acquireLock(c.state_dir);
       parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);

@@ -2,17 +2,21 @@
 import net from 'node:net';
 import path from 'node:path';
 import { CONTROL_SOCKET, MAX_SOCKET_PATH_BYTES, controlSocketPath, type ControlAnswer, type ControlRequest } from './protocol.js';
+import { trustControlSocket } from './trust.js';
 
 /** The largest answer read (a queue list of many thousand batches fits). */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * Ask the agent running on `stateDir`; null when none listens there (no
- * socket, or a stale one). Any other failure (no permission, a cut
- * connection, `timeoutMs` passed) throws, naming the socket.
+ * socket, or a stale one). A socket that is not the agent's user's or
+ * root's, or in a state_dir others may write, is refused with a
+ * ControlUntrustedError before any connect (trust.ts). Any other failure (no
+ * permission, a cut connection, `timeoutMs` passed) throws, naming the socket.
  */
 export async function askControl(stateDir: string, req: ControlRequest, timeoutMs: number): Promise<ControlAnswer | null> {
   const file = controlSocketPath(stateDir);
+  if (!(await trustControlSocket(stateDir, file))) return null;
   const long = Buffer.byteLength(file) > MAX_SOCKET_PATH_BYTES;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

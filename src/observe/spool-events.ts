@@ -26,6 +26,9 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => vo
     },
     onListFailed: (dir, code) => log.warn({ event: 'spool_list_failed', dir, code }, 'a spool directory cannot be listed: its files are kept as they were; will retry at each scan'),
     onListRecovered: (dir) => log.info({ event: 'spool_list_recovered', dir }, 'a spool directory is listed again'),
+    onUnreadable: (ds, file, code) =>
+      log.warn({ event: 'file_unreadable', datasource: ds, file, code }, 'a spool file cannot be opened: its progress is kept and it is read on where it was once it can be; will retry at each scan'),
+    onReadable: (ds, file) => log.info({ event: 'file_readable', datasource: ds, file }, 'a spool file that could not be opened is read again'),
   };
 }
 

@@ -1,7 +1,7 @@
 // What the state side tells operators: the parked gauge for a full or
 // unwritable state_dir (the acker's faults), a line the full dead-letter
-// store could not keep, a queue record skipped as torn or corrupt, and a
-// changed token file.
+// store could not keep, a queue record skipped as torn or corrupt, a
+// changed token file, and a loose state_dir made 0700.
 import type { DeadLetterInput } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -57,4 +57,9 @@ export function clientCertRefused(log: Logger): (problem: string) => void {
 /** At start: the API is reached through a forward proxy (shown with its password as ***). */
 export function proxyInUse(log: Logger, route: { shown: string; from: string; noProxy: string | null }): void {
   log.info({ event: 'proxy', proxy: route.shown, from: route.from, no_proxy: route.noProxy }, 'requests to the API go through a forward proxy');
+}
+
+/** state_dir had group or other bits (an emptyDir's 0777, an old umask's 0755): made 0700 at start. */
+export function stateDirTightened(log: Logger, dir: string): (modeWas: string) => void {
+  return (modeWas) => log.warn({ event: 'state_dir_tightened', dir, mode_was: modeWas }, `state_dir was mode ${modeWas}: made 0700, so no other user can replace what the agent keeps there`);
 }

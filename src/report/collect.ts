@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parseListen } from '../admin/server.js';
 import { askControl } from '../control/client.js';
 import type { Config } from '../config/types.js';
-import { FatalIoError, SpoolshipError } from '../errors.js';
+import { ControlUntrustedError, FatalIoError, SpoolshipError } from '../errors.js';
 import { checkLayout } from '../spool/layout.js';
 import { readLockHolder } from '../state/lock.js';
 import { fileBytes, isStatusReport, STATUS_VERSION, totals, type DataSourceStatus, type FileStatus, type StatusReport } from './report.js';
@@ -71,6 +71,8 @@ async function askControlSocket(config: Readonly<Config>): Promise<AdminAnswer> 
   try {
     answer = await askControl(config.state_dir, { op: 'status' }, ADMIN_TIMEOUT_MS);
   } catch (err) {
+    // A forged socket is refused, not read around: exit 2 (control/trust.ts).
+    if (err instanceof ControlUntrustedError) throw err;
     return { kind: 'unavailable', why: (err as Error).message };
   }
   if (answer === null) return { kind: 'unavailable', why: 'no agent listens on the control socket' };

@@ -16,6 +16,7 @@ import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
 import type { SpoolerOptions } from './options.js';
 import type { Rotation } from './rotation.js';
+import { openRegularOrRefused } from './open.js';
 import { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 import { listFiles } from './walk.js';
@@ -38,6 +39,12 @@ export class Discovery {
   firstScan = true;
   /** Directories whose last listing failed (reported once per streak). */
   private failing = new Set<string>();
+  /**
+   * Paths not yet followed whose first bytes could not be read for their
+   * permissions (reported once per streak; followed files: tailer.ts).
+   * Pruned to the paths each scan lists, so bounded by the spool.
+   */
+  private unreadable = new Set<string>();
 
   constructor(
     private readonly o: SpoolerOptions,
@@ -68,6 +75,8 @@ export class Discovery {
     // Paths through a symlink after the others: a file listed under both
     // (current.ndjson -> 2026-11-25.ndjson) is found at its own name.
     candidates.push(...links);
+    const listedNow = new Set(candidates.map((c) => c.p));
+    for (const p of this.unreadable) if (!listedNow.has(p)) this.unreadable.delete(p);
     // A slice at a time: stat its paths, then read the first bytes of the
     // files not yet tracked, SCAN_CONCURRENCY at a time; the decisions stay
     // in path order, one file after another.
@@ -177,6 +186,26 @@ export class Discovery {
     return existing.key;
   }
 
+  /**
+   * Its first bytes could not be read: when that is its permissions (chmod
+   * 000 before we first saw it, or while the agent was down), say so once;
+   * it is tried again at each scan and, known from before, resumes where it
+   * was committed (a file gone for forget_after_ms is forgotten).
+   */
+  private async noteUnreadable(p: string, ds: string): Promise<null> {
+    const opened = await openRegularOrRefused(p);
+    if (opened && 'fh' in opened) await opened.fh.close().catch(() => undefined);
+    if (opened && 'refused' in opened && !this.unreadable.has(p)) {
+      this.unreadable.add(p);
+      this.o.events.onUnreadable?.(ds, p, opened.refused);
+    }
+    return null;
+  }
+
+  private noteReadable(p: string, ds: string): void {
+    if (this.unreadable.delete(p)) this.o.events.onReadable?.(ds, p);
+  }
+
   /** A finished file found at a matching path again: the same file (not deleted, same first bytes, not shorter)? */
   private cameBack(t: FileTailer, st: Stats, head: FileHead | null): boolean {
     const meta = this.o.store.metaOf(t.key);
@@ -201,7 +230,8 @@ export class Discovery {
     const store = this.o.store;
     const verifiedKey = minGen === 0 ? this.verifiedAtStart(p, st) : null;
     if (!verifiedKey) head ??= await readHead(p, dev, ino);
-    if (!verifiedKey && !head) return null;
+    if (!verifiedKey && !head) return this.noteUnreadable(p, ds);
+    this.noteReadable(p, ds);
     // Known from a previous run (or earlier in this one)?
     for (const fp of this.known.of(dev, ino)) {
       const m = fp.meta;

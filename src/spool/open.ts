@@ -11,10 +11,28 @@ const READ_NONBLOCK = constants.O_RDONLY | constants.O_NONBLOCK;
 
 export type Opened = { fh: FileHandle; st: Stats };
 
+/** An open refused for the file's permissions (EACCES, EPERM): it is there, not readable now. */
+export type Refused = { refused: string };
+
 /** Open `p` if it is a regular file; null when it is gone or is something else (FIFO, device, socket, directory). */
 export async function openRegular(p: string): Promise<Opened | null> {
-  const fh = await fsp.open(p, READ_NONBLOCK).catch(() => null);
-  if (!fh) return null;
+  const opened = await openRegularOrRefused(p);
+  return opened && 'fh' in opened ? opened : null;
+}
+
+/**
+ * openRegular, telling a file the agent may not open apart from one that is
+ * gone: a followed file chmod 000 for a while is retried and reported
+ * (tailer.ts), never taken for gone.
+ */
+export async function openRegularOrRefused(p: string): Promise<Opened | Refused | null> {
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(p, READ_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'EACCES' || code === 'EPERM' ? { refused: code } : null;
+  }
   try {
     const st = await fh.stat();
     if (st.isFile()) return { fh, st };

@@ -20,6 +20,10 @@ export interface SpoolerEvents {
   onListFailed?(dir: string, code: string): void;
   /** A directory that could not be listed is listed again. */
   onListRecovered?(dir: string): void;
+  /** A followed file cannot be opened (EACCES, EPERM: once per streak): kept as it was, tried again at each read. */
+  onUnreadable?(ds: string, file: string, code: string): void;
+  /** A file reported unreadable opens again: reading goes on where it was. */
+  onReadable?(ds: string, file: string): void;
 }
 
 export interface SpoolerOptions {

@@ -68,6 +68,7 @@ export class ReadLoop {
       const hadFd = t.fh !== null;
       const n = await t.readOnce(this.buf, this.o.batcher);
       if (!hadFd && t.fh) openFds++;
+      this.reportReadability(t);
       if (n > 0) {
         any = true;
         t.grew(this.o.clock.now());
@@ -82,6 +83,13 @@ export class ReadLoop {
       }
     }
     return any;
+  }
+
+  /** A read found the file unreadable, or readable again (the scan's opens count too: the change waits in the tailer). */
+  private reportReadability(t: FileTailer): void {
+    const change = t.readabilityChange();
+    if (change === 'unreadable') this.o.events.onUnreadable?.(t.ds, t.path, t.unreadable!);
+    else if (change === 'readable') this.o.events.onReadable?.(t.ds, t.path);
   }
 
   private idle(t: FileTailer): boolean {

@@ -22,7 +22,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
 import type { SeenStat } from '../state/store.js';
-import { openRegular } from './open.js';
+import { openRegularOrRefused } from './open.js';
 
 /** A partial line up to this size is kept in memory; a longer one only as its start offset. */
 export const CARRY_IN_MEMORY_BYTES = 16 * 1024;
@@ -53,6 +53,10 @@ export class FileTailer implements TrackedFileRef {
   #lastMtimeMs = 0;
   #seen: SeenStat | null = null;
   #path: string;
+  /** The errno of the last open refused for permissions (EACCES, EPERM); null once it opens. */
+  #unreadable: string | null = null;
+  /** #unreadable as last reported (readabilityChange): one WARN per streak. */
+  #reportedUnreadable: string | null = null;
 
   constructor(
     public key: string,
@@ -190,11 +194,31 @@ export class FileTailer implements TrackedFileRef {
     return Math.max(0, this.#lastSize - this.readOffset);
   }
 
+  /** The errno (EACCES, EPERM) while the file cannot be opened for its permissions; its progress is kept and every read tries again. */
+  get unreadable(): string | null {
+    return this.#unreadable;
+  }
+
+  /** 'unreadable' or 'readable' once per change of `unreadable` (its first refusal, its first open after), else null. */
+  readabilityChange(): 'unreadable' | 'readable' | null {
+    if (this.#unreadable === this.#reportedUnreadable) return null;
+    const was = this.#reportedUnreadable;
+    this.#reportedUnreadable = this.#unreadable;
+    if (this.#unreadable === null) return 'readable';
+    return was === null ? 'unreadable' : null;
+  }
+
   async ensureOpen(): Promise<FileHandle | null> {
     if (this.fh) return this.fh;
     try {
-      const opened = await openRegular(this.path);
+      const opened = await openRegularOrRefused(this.path);
       if (!opened) return null;
+      if ('refused' in opened) {
+        // chmod 000 for a while, a wrong owner after a restore: not gone, so nothing is finished or forgotten.
+        this.#unreadable = opened.refused;
+        return null;
+      }
+      this.#unreadable = null;
       this.fh = opened.fh;
       const st = opened.st;
       if (st.ino !== this.ino || st.dev !== this.dev) {

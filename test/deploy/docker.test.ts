@@ -60,6 +60,8 @@ describe('Dockerfile', () => {
   it('runs as a non-root numeric user, with the state dir and the spool as volumes, a /healthz HEALTHCHECK, ENTRYPOINT spoolship and CMD run', () => {
     expect(final('USER').map((i) => i.args)).toEqual([`${UID}:${UID}`]);
     expect(final('VOLUME').map((i) => JSON.parse(i.args))).toEqual([['/var/lib/spoolship', '/var/spool/spoolship']]);
+    // The state volume is the user's and 0700, as the agent would make it at its start (with a WARN, state/dir-trust.ts).
+    expect(final('RUN').map((i) => i.args).join(' ')).toContain('chmod 0700 /var/lib/spoolship');
     expect(final('HEALTHCHECK')[0]!.args).toMatch(/CMD \["node", "\/opt\/spoolship\/deploy\/docker\/healthcheck\.mjs"\]$/);
     expect(final('ENTRYPOINT').map((i) => JSON.parse(i.args))).toEqual([['spoolship']]);
     expect(final('CMD').map((i) => JSON.parse(i.args))).toEqual([['run']]);
@@ -130,6 +132,7 @@ describe('the runtime stage, replayed without Docker', () => {
       await mkdir(path.join(root, d), { recursive: true });
       await chown(path.join(root, d), UID, UID);
     }
+    await chmod(path.join(root, 'var', 'lib', 'spoolship'), 0o700);
     await mkdir(path.join(root, 'usr', 'local', 'bin'), { recursive: true });
     await symlink(path.join(app(), 'dist', 'cli.js'), path.join(root, 'usr', 'local', 'bin', 'spoolship'));
     emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(root, 'emu') });
@@ -194,6 +197,7 @@ describe('the runtime stage, replayed without Docker', () => {
 
     expect(await agent.stop()).toBe(0);
     expect(agent.logs.filter((l) => l.level >= 50)).toEqual([]);
+    expect(agent.logs.filter((l) => l.event === 'state_dir_tightened')).toEqual([]);
     const stored = (await readFile(path.join(root, 'emu', 'docker_smoke.ndjson'), 'utf8')).trimEnd().split('\n');
     expect(stored.sort()).toEqual([...body].sort());
     // Everything the agent wrote belongs to the image's user.

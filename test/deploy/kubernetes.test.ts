@@ -254,7 +254,12 @@ describe('deploy/kubernetes', () => {
     const spool = mountOf(c, spec.volumes!, config.spool.dir);
     expect(spool.volume.emptyDir).toBeDefined();
     expect(app.volumeMounts!.find((m) => m.name === spool.volume.name)?.mountPath).toBe(config.spool.dir);
-    expect(mountOf(c, spec.volumes!, config.state_dir).volume.emptyDir).toBeDefined();
+    // An emptyDir's root is root's and 0777: the agent (uid 10001) cannot
+    // make it 0700 and refuses it (SPOOLSHIP_ERR_STATE_DIR_UNSAFE). Its
+    // state_dir is a directory it creates inside the volume.
+    expect(path.posix.basename(config.state_dir)).toBe('state');
+    expect(mountOf(c, spec.volumes!, path.posix.dirname(config.state_dir)).volume.emptyDir).toBeDefined();
+    expect(c.volumeMounts!.some((m) => m.mountPath === config.state_dir)).toBe(false);
   });
 
   it('the PodMonitor selects the pods of both shapes on the agent\'s admin port', () => {

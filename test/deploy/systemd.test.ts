@@ -87,6 +87,8 @@ describe('deploy/systemd/spoolship.service', () => {
     expect(one('Restart')).toBe('always');
     expect(one('User')).toBe('spoolship');
     expect(one('StateDirectory')).toBe('spoolship');
+    // The agent makes a looser state_dir 0700 at every start, with a WARN (state/dir-trust.ts).
+    expect(one('StateDirectoryMode')).toBe('0700');
     expect(svc.get('Environment')).toContain('SPOOLSHIP_STATE_DIR=%S/spoolship');
     expect(one('ProtectSystem')).toBe('strict');
     expect(one('NoNewPrivileges')).toBe('yes');

@@ -290,8 +290,13 @@ export interface AgentProcess {
   exitInfo: { code: number | null; signal: NodeJS.Signals | null; at: number } | null;
 }
 
-export function spawnAgent(configFile: string, env: Record<string, string> = {}): AgentProcess {
-  const child = spawn(process.execPath, [CLI, 'run', '-c', configFile], {
+/** A uid/gid with no account here: `spawnAgent(..., { uid })` runs the agent as it (setpriv), where root's bypass of file modes would hide what a test looks for. */
+export const OTHER_UID = 10001;
+
+export function spawnAgent(configFile: string, env: Record<string, string> = {}, opts: { uid?: number } = {}): AgentProcess {
+  const argv = [process.execPath, CLI, 'run', '-c', configFile];
+  if (opts.uid !== undefined) argv.unshift('setpriv', '--reuid', String(opts.uid), '--regid', String(opts.uid), '--clear-groups', '--');
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: path.dirname(configFile),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,10 +12,11 @@ import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
-import { EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
+import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
 import { deadLetterInputs } from '../../deadletter/from-batch.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
+import { printable } from '../../util/printable.js';
 import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';
 import { readQueueRecords, type QueueRecordView } from '../../report/queue-reader.js';
 import { acquireLock } from '../../state/lock.js';
@@ -99,6 +100,7 @@ async function askRunningAgent(config: Readonly<Config>, req: ControlRequest, io
   try {
     answer = await askControl(config.state_dir, req, req.op === 'queue_list' ? LIST_TIMEOUT_MS : MOVE_TIMEOUT_MS);
   } catch (err) {
+    if (err instanceof ControlUntrustedError) throw err;
     io.stderr.write(`spoolship queue: ${(err as Error).message}\n`);
     return 'failed';
   }
@@ -111,7 +113,7 @@ async function askRunningAgent(config: Readonly<Config>, req: ControlRequest, io
 
 function printMoves(answer: Exclude<ControlAnswer, { ok: false }>, json: boolean, io: CliIo): number {
   if (!('moved_batches' in answer)) return EXIT_FAILURE;
-  for (const b of answer.batches) io.stderr.write(`spoolship queue dead-letter: moved batch ${b.id} (${b.datasource}, ${b.lines} lines) to the dead-letter store, reason operator\n`);
+  for (const b of answer.batches) io.stderr.write(`spoolship queue dead-letter: moved batch ${b.id} (${printable(b.datasource)}, ${b.lines} lines) to the dead-letter store, reason operator\n`);
   const summary = { moved_batches: answer.moved_batches, moved_lines: answer.moved_lines };
   io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `moved ${summary.moved_batches} batch(es), ${summary.moved_lines} line(s) to the dead-letter store\n`);
   return EXIT_OK;
@@ -146,9 +148,10 @@ function printList(config: Readonly<Config>, rows: QueueRow[], datasource: strin
   else {
     io.stdout.write(`${'ID'.padEnd(8)} ${'DATASOURCE'.padEnd(24)} ${'STATE'.padEnd(7)} ${'LINES'.padStart(8)} ${'BYTES'.padStart(12)} ${'AGE'.padStart(10)} ${'ATTEMPTS'.padStart(8)}  LAST ANSWER\n`);
     for (const r of rows) {
-      const last = r.last_error ?? (r.last_status !== null ? `HTTP ${r.last_status}` : '-');
+      // A server's error text and the agent's answer are from outside: no escape sequence reaches the terminal.
+      const last = printable(r.last_error ?? (r.last_status !== null ? `HTTP ${r.last_status}` : '-'));
       io.stdout.write(
-        `${String(r.id).padEnd(8)} ${r.datasource.padEnd(24)} ${r.state.padEnd(7)} ${String(r.lines).padStart(8)} ${String(r.bytes).padStart(12)} ${`${Math.round(r.age_ms / 1000)} s`.padStart(10)} ${String(r.attempts ?? '-').padStart(8)}  ${last}\n`,
+        `${String(r.id).padEnd(8)} ${printable(r.datasource).padEnd(24)} ${r.state.padEnd(7)} ${String(r.lines).padStart(8)} ${String(r.bytes).padStart(12)} ${`${Math.round(r.age_ms / 1000)} s`.padStart(10)} ${String(r.attempts ?? '-').padStart(8)}  ${last}\n`,
       );
     }
   }

@@ -1,0 +1,39 @@
+// state_dir is the agent's alone: whoever may change it may replace its
+// control socket (a forged `queue list` printed by root), its queue or its
+// checkpoint. At start, before the lock: a directory the agent owns is made
+// 0700 whatever it was (a Kubernetes emptyDir is 0777, an old umask left
+// 0755), reported when it was looser; one it cannot make safe is refused.
+//
+// Rules (owner / mode -> outcome):
+//   ours, any mode             -> 0700 (`onTightened` with the old mode when it had group/other bits)
+//   root's, not group/other-writable -> kept (root is trusted; the lock reports EACCES if it is not ours to write)
+//   root's, group/other-writable     -> refused: we cannot chmod it (an emptyDir mount): use a subdirectory
+//   another user's             -> refused: that user can chmod it back at any time
+import { promises as fsp } from 'node:fs';
+import { StateDirUnsafeError, StateLayoutError } from '../errors.js';
+import { OPEN_TO_OTHERS, WRITABLE_BY_OTHERS, currentUid, modeOf } from '../util/owner.js';
+
+/** Create state_dir (0700) if need be, tighten it if it is ours, refuse it if it is not safe. */
+export async function secureStateDir(dir: string, onTightened: (modeWas: string) => void, uid = currentUid()): Promise<void> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  // stat, not lstat: a state_dir that is a link to a directory is the operator's choice; its target is what others could change.
+  const st = await fsp.stat(dir);
+  if (!st.isDirectory()) throw new StateLayoutError(dir, 'not a directory');
+  if (st.uid === uid) {
+    if ((st.mode & OPEN_TO_OTHERS) !== 0) {
+      await fsp.chmod(dir, 0o700);
+      onTightened(modeOf(st));
+    }
+    return;
+  }
+  if (st.uid !== 0) {
+    throw new StateDirUnsafeError(dir, `belongs to uid ${st.uid}, not to this agent's user (uid ${uid})`, `chown it to uid ${uid}, or run the agent as uid ${st.uid}`);
+  }
+  if ((st.mode & WRITABLE_BY_OTHERS) !== 0) {
+    throw new StateDirUnsafeError(
+      dir,
+      `is root's and writable by others (mode ${modeOf(st)}), which this agent (uid ${uid}) cannot change`,
+      `point state_dir at a directory inside it that the agent creates itself (e.g. ${dir.replace(/\/+$/, '')}/state), or chown it to uid ${uid}`,
+    );
+  }
+}
