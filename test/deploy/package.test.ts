@@ -21,6 +21,20 @@ describe('package', () => {
     expect(packed!.files.map((f) => f.path)).toContain('LICENSE');
   });
 
+  it('every docs/ page the CLI and README point to ships in the tarball', () => {
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const [packed] = JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>;
+    const shipped = new Set(packed!.files.map((f) => f.path));
+    // `spoolship emulator --help` says "see docs/emulator.md"; README links the rest.
+    const pointed = new Set<string>();
+    for (const file of ['src/cli/commands/emulator.ts', 'src/cli/commands/clusters.ts', 'README.md']) {
+      for (const m of readFileSync(path.join(ROOT, file), 'utf8').matchAll(/docs\/[a-z-]+\.md/g)) pointed.add(m[0]);
+    }
+    expect(pointed.size).toBeGreaterThan(5);
+    expect([...pointed].filter((p) => !shipped.has(p))).toEqual([]);
+  });
+
   it('a tarball npm pack writes into the checkout is ignored by git', () => {
     const r = spawnSync('git', ['check-ignore', '-q', 'spoolship-0.1.0.tgz'], { cwd: ROOT });
     expect(r.status).toBe(0);
