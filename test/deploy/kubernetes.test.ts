@@ -6,17 +6,22 @@
 // @kubernetes-models/prometheus-operator for the PodMonitor), the spoolship
 // config inside the rendered ConfigMap passes spoolship's own validation with
 // the container's SPOOLSHIP_* environment, and the pod specs agree with that
-// config (paths, ports, grace period vs shutdown_timeout_ms).
+// config (paths, ports, grace period vs shutdown_timeout_ms). The budget's
+// Redis is closed: an ACL user whose password every container (Redis, its
+// probe, each agent) takes from the spoolship-redis Secret, never a literal,
+// and a NetworkPolicy that admits only the agents' pods; redis/, base/ and the
+// Secret example name no namespace (the overlay or `kubectl -n` chooses).
 //
 // kubernetes-models checks types, required fields and formats but not
 // unknown fields, so the fields that matter are asserted at their exact paths.
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { DaemonSet, Deployment } from 'kubernetes-models/apps/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
 import type { IContainer, IPodSpec, IVolume } from 'kubernetes-models/v1';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -44,7 +49,14 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Secret': Secret,
   'v1/Service': Service,
   'monitoring.coreos.com/v1/PodMonitor': PodMonitor,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
 };
+
+/** The Secret that holds the budget Redis' password, and the ACL user the agents log in as. */
+const REDIS_SECRET = { name: 'spoolship-redis', key: 'password' };
+const REDIS_USER = 'spoolship';
+/** What the test puts in the Secret: the rendered output must never contain a password, so it cannot contain this one. */
+const REDIS_PASSWORD_STAND_IN = 'stand-in-0f3a9c27e1b84d56';
 
 function parseManifests(text: string, what: string): Manifest[] {
   return parseAllDocuments(text).map((d) => {
@@ -87,14 +99,30 @@ afterEach(async () => {
 const EXPECTED_WARNINGS = [/^api\.base_url is the placeholder/, /^api\.token_file: .* does not exist/];
 
 /** The ConfigMap's spoolship.yaml through the real loader (interpolation, schema, cross-checks), with the container's environment. */
-async function embeddedConfig(cm: Manifest, c?: IContainer): Promise<{ config: Readonly<Config>; warnings: string[] }> {
+async function embeddedConfig(cm: Manifest, c?: IContainer): Promise<{ config: Readonly<Config>; warnings: string[]; secrets: string[] }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-k8s-'));
   dirs.push(dir);
   const file = path.join(dir, 'spoolship.yaml');
   await writeFile(file, (cm as unknown as { data: Record<string, string> }).data['spoolship.yaml']!);
-  const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.valueFrom ? secretValue(e) : (e.value ?? '')]));
   const loaded = loadConfig({ file, env, cwd: dir });
-  return { config: loaded.config, warnings: loaded.warnings.filter((w) => !EXPECTED_WARNINGS.some((re) => re.test(w))) };
+  return { config: loaded.config, warnings: loaded.warnings.filter((w) => !EXPECTED_WARNINGS.some((re) => re.test(w))), secrets: loaded.secrets ?? [] };
+}
+
+/** A variable's value from the Secret the test stands in for; any other source is a failure. */
+function secretValue(e: NonNullable<IContainer['env']>[number]): string {
+  expect(e.valueFrom?.secretKeyRef, `${e.name}: valueFrom`).toEqual(REDIS_SECRET);
+  return REDIS_PASSWORD_STAND_IN;
+}
+
+/** The container's variables that carry the Redis password: each from the Secret's key, none a literal. */
+function expectPasswordFromSecret(c: IContainer, names: string[]): void {
+  for (const name of names) {
+    const e = c.env?.find((x) => x.name === name);
+    expect(e, `${c.name}: env ${name}`).toBeDefined();
+    expect(e!.value, `${c.name}: env ${name} is not a literal`).toBeUndefined();
+    expect(e!.valueFrom, `${c.name}: env ${name}`).toEqual({ secretKeyRef: REDIS_SECRET });
+  }
 }
 
 function podSpec(workload: Manifest): IPodSpec {
@@ -112,7 +140,7 @@ function mountOf(c: IContainer, volumes: IVolume[], mountPath: string): { volume
 }
 
 /** What both shapes promise: probes, grace period, scrape annotations, token_file, resources, non-root. */
-function expectAgentContainer(workload: Manifest, c: IContainer, config: Readonly<Config>): void {
+function expectAgentContainer(workload: Manifest, c: IContainer, { config, secrets }: { config: Readonly<Config>; secrets: string[] }): void {
   const spec = podSpec(workload);
   const port = Number(config.admin.listen.split(':').at(-1));
   const portName = c.ports!.find((p) => p.containerPort === port)!.name;
@@ -137,7 +165,16 @@ function expectAgentContainer(workload: Manifest, c: IContainer, config: Readonl
   expect(token.volume.secret).toMatchObject({ secretName: 'spoolship-token', items: [{ key: 'token', path: path.posix.basename(config.api.token_file!) }] });
   expect(mountOf(c, spec.volumes!, '/etc/spoolship').volume.configMap).toBeDefined();
 
-  expect(config.limits.redis_url).toMatch(/^redis:\/\/spoolship-redis\.spoolship\.svc/);
+  // The ACL user, with the password from the Secret through REDIS_PASSWORD
+  // (interpolated by the loader, so it is a secret: never printed).
+  expectPasswordFromSecret(c, ['REDIS_PASSWORD']);
+  const url = new URL(config.limits.redis_url!);
+  expect(url.protocol).toBe('redis:');
+  expect(url.username).toBe(REDIS_USER);
+  expect(url.password).toBe(REDIS_PASSWORD_STAND_IN);
+  expect(secrets).toContain(REDIS_PASSWORD_STAND_IN);
+  // Fully qualified: a sidecar runs in its application's namespace, not Redis'.
+  expect(url.hostname).toMatch(/^spoolship-redis\.spoolship\.svc\.cluster\.local$/);
   // Explicit: the default derives from the token, and a rotation mid-rollout would split the budget.
   expect(config.limits.budget_id).toBe('my-org-events');
   // The PodMonitor scrapes it: its label and its port name.
@@ -161,7 +198,7 @@ function sourceFiles(dir = DIR): string[] {
 }
 
 describe('deploy/kubernetes', () => {
-  const overlays = { daemonset: render('overlays/daemonset'), sidecar: render('overlays/sidecar'), redis: render('redis') };
+  const overlays = { daemonset: render('overlays/daemonset'), sidecar: render('overlays/sidecar'), redis: render('redis'), base: render('base') };
 
   it('is a kustomize base with daemonset and sidecar overlays; every file and every rendered object validates against the API schemas', async () => {
     expect(sourceFiles().sort()).toEqual([
@@ -170,10 +207,11 @@ describe('deploy/kubernetes', () => {
       'base/spoolship.yaml',
       'overlays/daemonset/daemonset.yaml',
       'overlays/daemonset/kustomization.yaml',
+      'overlays/daemonset/namespace.yaml',
       'overlays/sidecar/deployment.yaml',
       'overlays/sidecar/kustomization.yaml',
       'redis/kustomization.yaml',
-      'redis/namespace.yaml',
+      'redis/networkpolicy.yaml',
       'redis/redis.yaml',
       'secret.example.yaml',
     ]);
@@ -189,10 +227,46 @@ describe('deploy/kubernetes', () => {
       'DaemonSet/spoolship',
       'Deployment/spoolship',
       'Namespace/',
+      'NetworkPolicy/spoolship',
       'PodMonitor/spoolship',
       'Service/spoolship',
     ]);
     expect(overlays.sidecar.map((m) => `${m.kind}/${m.metadata.namespace ?? ''}`).sort()).toEqual(['ConfigMap/my-app', 'Deployment/my-app', 'PodMonitor/my-app']);
+  });
+
+  it('redis/, base/ and the Secret example name no namespace: the overlay or `kubectl -n` chooses', async () => {
+    expect(overlays.redis.map((m) => `${m.kind}/${m.metadata.namespace ?? ''}`).sort()).toEqual(['Deployment/', 'NetworkPolicy/', 'Service/']);
+    expect(overlays.base.map((m) => `${m.kind}/${m.metadata.namespace ?? ''}`).sort()).toEqual(['ConfigMap/', 'PodMonitor/']);
+    for (const f of sourceFiles().filter((x) => !x.startsWith('overlays/') && x !== 'base/spoolship.yaml')) {
+      const text = await readFile(path.join(DIR, f), 'utf8');
+      if (f.endsWith('kustomization.yaml')) expect(parse(text).namespace, `${f}: namespace`).toBeUndefined();
+      else for (const m of parseManifests(text, f)) expect(m.metadata.namespace, `${f}: ${m.kind} ${m.metadata.name}`).toBeUndefined();
+    }
+  });
+
+  it('no password is in the rendered output: no Secret, no literal in any env, the Redis command or the config', () => {
+    const example = parseManifests(readFileSync(path.join(DIR, 'secret.example.yaml'), 'utf8'), 'secret.example.yaml');
+    const redisSecret = example.find((m) => m.kind === 'Secret' && m.metadata.name === REDIS_SECRET.name) as unknown as { stringData: Record<string, string> };
+    expect(redisSecret, 'secret.example.yaml: Secret spoolship-redis').toBeDefined();
+    expect(Object.keys(redisSecret.stringData)).toEqual([REDIS_SECRET.key]);
+    const placeholder = redisSecret.stringData[REDIS_SECRET.key]!;
+    expect(placeholder).toMatch(/^REPLACE_WITH_/);
+    for (const [name, all] of Object.entries(overlays)) {
+      expect(all.filter((m) => m.kind === 'Secret'), name).toEqual([]);
+      const text = JSON.stringify(all);
+      expect(text, name).not.toContain(placeholder);
+      expect(text, name).not.toMatch(/requirepass|--user \S+ on >(?!\$REDIS_PASSWORD)/);
+      for (const w of all.filter((m) => m.kind === 'Deployment' || m.kind === 'DaemonSet')) {
+        const spec = podSpec(w);
+        for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+          for (const e of c.env ?? []) if (/PASS|AUTH|SECRET|TOKEN/.test(e.name)) expect(e.value, `${name}: ${c.name} env ${e.name}`).toBeUndefined();
+        }
+      }
+      for (const cm of all.filter((m) => m.kind === 'ConfigMap')) {
+        const raw = parse((cm as unknown as { data: Record<string, string> }).data['spoolship.yaml']!).limits.redis_url as string;
+        expect(raw, `${name}: redis_url as written`).toBe(`redis://${REDIS_USER}:\${REDIS_PASSWORD}@spoolship-redis.spoolship.svc.cluster.local:6379`);
+      }
+    }
   });
 
   it('the schema check catches a wrong value (it can fail)', () => {
@@ -213,9 +287,10 @@ describe('deploy/kubernetes', () => {
     const ds = one(all, 'DaemonSet');
     const spec = podSpec(ds);
     const c = spec.containers.find((x) => x.name === 'spoolship')!;
-    const { config, warnings } = await embeddedConfig(mountedConfigMap(all, ds, c), c);
+    const loaded = await embeddedConfig(mountedConfigMap(all, ds, c), c);
+    const { config, warnings } = loaded;
     expect(warnings).toEqual([]);
-    expectAgentContainer(ds, c, config);
+    expectAgentContainer(ds, c, loaded);
     // Many nodes behind one NAT share the platform's 250 connections per IP.
     expect(config.limits.max_connections).toBeLessThanOrEqual(8);
     expect(parse(await readFile(path.join(DIR, 'base/spoolship.yaml'), 'utf8')).limits.budget_id).toBe('my-org-events');
@@ -240,9 +315,10 @@ describe('deploy/kubernetes', () => {
     const spec = podSpec(dep);
     const c = spec.initContainers!.find((x) => x.name === 'spoolship')!;
     expect(c.restartPolicy).toBe('Always'); // native sidecar: started first, stopped last
-    const { config, warnings } = await embeddedConfig(mountedConfigMap(all, dep, c), c);
+    const loaded = await embeddedConfig(mountedConfigMap(all, dep, c), c);
+    const { config, warnings } = loaded;
     expect(warnings).toEqual([]);
-    expectAgentContainer(dep, c, config);
+    expectAgentContainer(dep, c, loaded);
     expect(config.spool.on_complete).toBe('delete'); // from the container's environment
 
     // No user forced on the pod: the application container runs as its image says.
@@ -276,14 +352,64 @@ describe('deploy/kubernetes', () => {
   });
 
   it('the Redis Service selects the Redis pods and matches the agents\' redis_url', async () => {
-    const all = overlays.redis;
+    const all = overlays.daemonset;
     const svc = one(all, 'Service') as unknown as { metadata: { name: string; namespace: string }; spec: { selector: Record<string, string>; ports: Array<{ port: number }> } };
-    const dep = one(all, 'Deployment') as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } };
-    expect(dep.spec.template.metadata.labels).toMatchObject(svc.spec.selector);
-    const ds = one(overlays.daemonset, 'DaemonSet');
-    const { config } = await embeddedConfig(mountedConfigMap(overlays.daemonset, ds, podSpec(ds).containers[0]!));
+    const dep = one(all, 'Deployment');
+    expect(podLabels(dep)).toMatchObject(svc.spec.selector);
+    const ds = one(all, 'DaemonSet');
+    const c = podSpec(ds).containers[0]!;
+    const { config } = await embeddedConfig(mountedConfigMap(all, ds, c), c);
     const url = new URL(config.limits.redis_url!);
-    expect(url.hostname.split('.').slice(0, 2)).toEqual([svc.metadata.name, svc.metadata.namespace]);
+    expect(url.hostname).toBe(`${svc.metadata.name}.${svc.metadata.namespace}.svc.cluster.local`);
     expect(Number(url.port)).toBe(svc.spec.ports[0]!.port);
+  });
+
+  it('Redis runs with the agents\' ACL user only (default user off), its password and its probe\'s from the Secret', async () => {
+    for (const [name, all] of [['redis', overlays.redis], ['daemonset', overlays.daemonset]] as const) {
+      const spec = podSpec(one(all, 'Deployment'));
+      const redis = spec.containers.find((x) => x.name === 'redis')!;
+      // Redis does not expand variables in its arguments: a shell does, then execs it (one process, PID 1).
+      expect(redis.args, name).toBeUndefined();
+      expect(redis.command?.slice(0, 2), name).toEqual(['sh', '-c']);
+      const script = redis.command![2]!;
+      expect(script, name).toMatch(/^exec redis-server /);
+      expect(script, name).toContain('--user default off');
+      expect(script, name).toContain(`--user ${REDIS_USER} on ">$REDIS_PASSWORD" "~spoolship:*"`);
+      expectPasswordFromSecret(redis, ['REDIS_PASSWORD', 'REDISCLI_AUTH']);
+      // The probe logs in as the ACL user (REDISCLI_AUTH) and needs PONG: redis-cli exits 0 on NOAUTH.
+      const probe = redis.livenessProbe!.exec!.command!;
+      expect(probe.slice(0, 2), name).toEqual(['sh', '-c']);
+      expect(probe[2], name).toMatch(new RegExp(`^redis-cli --user ${REDIS_USER} ping \\| grep -qx PONG$`));
+    }
+    // The agents log in as that user (the key pattern covers spoolship:budget:{id} and its :pause).
+    const ds = one(overlays.daemonset, 'DaemonSet');
+    const c = podSpec(ds).containers[0]!;
+    const { config } = await embeddedConfig(mountedConfigMap(overlays.daemonset, ds, c), c);
+    expect(new URL(config.limits.redis_url!).username).toBe(REDIS_USER);
+  });
+
+  it('the NetworkPolicy admits to Redis only the agents\' pods, from any namespace, on 6379', () => {
+    type Policy = Manifest & { spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: Array<{ from: Array<{ podSelector?: { matchLabels: Record<string, string> }; namespaceSelector?: unknown }>; ports: Array<{ port: number; protocol: string }> }> } };
+    const np = one(overlays.redis, 'NetworkPolicy') as Policy;
+    const redisPods = podLabels(one(overlays.redis, 'Deployment'));
+    expect(redisPods).toMatchObject(np.spec.podSelector.matchLabels);
+    expect(np.spec.policyTypes).toEqual(['Ingress']);
+    expect(np.spec.ingress).toHaveLength(1);
+    const [rule] = np.spec.ingress;
+    expect(rule!.ports).toEqual([{ port: 6379, protocol: 'TCP' }]);
+    const redisPort = podSpec(one(overlays.redis, 'Deployment')).containers[0]!.ports!.find((p) => p.name === 'redis')!.containerPort;
+    expect(redisPort).toBe(6379);
+    // One peer: pods with the agents' label, in every namespace (sidecars live in their application's).
+    expect(rule!.from).toHaveLength(1);
+    const [peer] = rule!.from;
+    expect(peer!.namespaceSelector).toEqual({});
+    const allowed = peer!.podSelector!.matchLabels;
+    expect(Object.keys(allowed).length).toBeGreaterThan(0);
+    const matches = (labels: Record<string, string>): boolean => Object.entries(allowed).every(([k, v]) => labels[k] === v);
+    expect(matches(podLabels(one(overlays.daemonset, 'DaemonSet'))), 'DaemonSet pods').toBe(true);
+    expect(matches(podLabels(one(overlays.sidecar, 'Deployment'))), 'sidecar pods').toBe(true);
+    expect(matches(redisPods), 'Redis pods').toBe(false);
+    // Not the scrape label: a pod that is only scraped does not reach Redis.
+    expect(Object.keys(allowed)).not.toContain('spoolship-metrics');
   });
 });
