@@ -12,18 +12,20 @@
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
 import { setMaxListeners } from 'node:events';
-import { decodeBody, type Codec } from '../codec/index.js';
-import { bodyBytes, type Body } from './body.js';
-import type { Clock } from '../util/clock.js';
+import { decodeBody } from '../codec/index.js';
+import { bodyBytes } from './body.js';
 import type { LongLived } from '../util/lifecycle.js';
-import type { EventsClient, SendOutcome } from './http-client.js';
+import type { SendOutcome } from './http-client.js';
 import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
-import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
+import { ByteBudget, Semaphore } from './limiter.js';
 import { inFlightBytesBound } from './in-flight-bytes.js';
 import { DEFAULTS } from '../config/defaults.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
-import { classify, judgeRowCounts, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
+import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
+import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
+
+export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 /** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
 export const PROBE_BUDGET = 64;
@@ -52,62 +54,6 @@ export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 
 /** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
 export const ANSWER_WINDOW = 16;
-
-export interface RootBatch {
-  id: number;
-  ds: string;
-  /** Compressed body: the exact bytes of every attempt (in memory, or spilled: body.ts). */
-  body: Body;
-  /** Content-Encoding of `body` (a queued batch keeps the codec it was compressed with). */
-  encoding: string | null;
-  rawLen: number;
-  lines: number;
-}
-
-/** A piece of a root batch: the whole of it, or a half of a half... */
-export interface Part {
-  ds: string;
-  body: Body;
-  encoding: string | null;
-  rawLen: number;
-  lines: number;
-  /** Index of the part's first line among the root batch's lines. */
-  lineStart: number;
-}
-
-export interface SenderHooks {
-  onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void;
-  /** `cause`: what failed, kept for the log (`ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:443`, a certificate error by name, `HTTP 503`). */
-  onRetry(reason: RetryReason, ds: string, cause?: string): void;
-  onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
-  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
-  /**
-   * Store the part's lines as dead letters (durably) before the batch counts
-   * as done. `operator`: released by `spoolship queue dead-letter` (status:
-   * the batch's last answer, null when none).
-   */
-  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
-  /** A batch's 400 episode: raised once when its bisection starts and once when the delivery ends; never per request of it. */
-  onBisection?(event: BisectionEvent): void;
-  /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
-  onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
-  /** The learned body size limit changed (max_bytes when none is learned). */
-  onLearnedLimit?(bytes: number): void;
-  /** The concurrency limit changed (spoolship_in_flight_limit). */
-  onInFlightLimit?(limit: number): void;
-  /** Compressed bytes held against max_in_flight_bytes changed (spoolship_in_flight_bytes). */
-  onInFlightBytes?(bytes: number): void;
-}
-
-/**
- * A batch's 400 episode, for the log: 'start' at the 400 that starts its
- * bisection, 'end' when that delivery ends (every line acknowledged or
- * dead-lettered: 'done'; the refusal is the request's own: 'request_level';
- * or stopped). `requests`: those of the episode, the first 400 included.
- */
-export type BisectionEvent =
-  | { phase: 'start'; batchId: number; ds: string; lines: number; rawBytes: number }
-  | { phase: 'end'; batchId: number; ds: string; outcome: DeliveryResult | 'request_level'; requests: number; linesAcked: number; linesDeadLettered: number };
 
 /**
  * Requests of one agent that may hold a reserved slot of the rate budget at
@@ -138,124 +84,6 @@ export const AUTO_INITIAL_IN_FLIGHT = 32;
 /** limits.max_in_flight_cap's default, for senders built without a config (tests, tools). */
 export const DEFAULT_IN_FLIGHT_CAP = DEFAULTS.limits.max_in_flight_cap;
 
-export interface SenderOptions {
-  client: Pick<EventsClient, 'post'>;
-  codec: Codec;
-  limiter: RateLimiter;
-  clock: Clock;
-  random: () => number;
-  backoff: BackoffOptions;
-  http2: boolean;
-  /** Requests a 400 bisection may spend with nothing accepted (PROBE_BUDGET when absent). */
-  probeBudget?: number;
-  /** api.wait (a 202 under wait=true is worth a WARN); true when absent. */
-  wait?: boolean;
-  /** A fixed number of requests in flight, or 'auto' (concurrency.ts). */
-  maxInFlight: number | 'auto';
-  /** The most 'auto' may reach (max_in_flight_cap; also bounded by maxConnections). */
-  maxInFlightCap?: number;
-  /** Compressed bytes in flight together (max_in_flight_bytes); one request always may go. */
-  maxInFlightBytes?: number | 'auto';
-  maxConnections?: number;
-  maxBytes: number;
-  /** A 413 for a body smaller than this is not the API's: park (SMALL_413_BYTES when absent; unit tests whose emulator stands in for 10 MB with 2 KB set 0). */
-  small413Bytes?: number;
-  hooks: SenderHooks;
-}
-
-/**
- * done: acknowledged or dead-lettered; aborted: the sender is stopping;
- * deferred: not deliverable now (quick attempts used up, or parked) and the
- * caller said it can keep the batch elsewhere (the disk queue).
- */
-export type DeliveryResult = 'done' | 'aborted' | 'deferred';
-
-export interface DeliverOptions {
-  /** Asked before deferring: may the caller take the batch back now? */
-  canDefer?: () => boolean;
-  /** Failed attempts before a batch is deferred. */
-  deferAfter?: number;
-  /**
-   * While the batch's Data Source is parked and its probe is not due, return
-   * 'deferred' instead of waiting (the queue replayer: the batch stays
-   * queued and the replayer's loops go on with other Data Sources). Only a
-   * whole batch goes back; a batch already being cut waits as before.
-   */
-  leaveWhenDsParked?: boolean;
-  /** Ends this delivery's waits ('aborted'), as close() does for every delivery: the caller is being destroyed. A request on the wire is answered (or times out) first. */
-  signal?: AbortSignal;
-  /**
-   * No attempt of this batch was ever made (not a queued or re-formed one):
-   * it may be cut to the learned 413 limit before it is sent, since nothing
-   * of it can be stored yet.
-   */
-  neverSent?: boolean;
-  /**
-   * The delivery ends unresolved ('aborted' or 'deferred') after pieces of
-   * the batch were acknowledged: `pieces` are what is left of it (the lines
-   * neither acknowledged nor dead-lettered). A caller that keeps these
-   * instead of the whole batch sends no acknowledged line again; without it
-   * the whole batch comes back (README "Delivery guarantee": a graceful stop creates no
-   * duplicates).
-   */
-  onUnresolved?: (pieces: Part[]) => void;
-}
-type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
-
-/** What the sender knows of one batch's attempts (for `spoolship queue list`); kept until the batch is done. */
-export interface BatchHistory {
-  attempts: number;
-  /** HTTP status of the last answer; null for a network error or before any answer. */
-  lastStatus: number | null;
-  lastError: string | null;
-}
-
-/** A batch being delivered now: what `queue list` shows and `queue dead-letter` may release. */
-export interface HeldBatch {
-  root: RootBatch;
-  /** Waiting for a park (of its Data Source or of the budget) to end. */
-  parked: boolean;
-  /** When its delivery started (clock ms). */
-  since: number;
-  history: BatchHistory;
-}
-
-/** What one delivery knows about its batch while it is being resolved. */
-interface Ctx {
-  root: RootBatch;
-  opts: DeliverOptions;
-  /** A 400 is being bisected. */
-  bisecting: boolean;
-  /** Requests spent bisecting. */
-  probes: number;
-  /** Lines acknowledged and dead-lettered so far (the bisection's end event). */
-  linesAcked: number;
-  linesDeadLettered: number;
-  /** Some part of the batch was acknowledged: the request itself is fine. */
-  accepted: boolean;
-  /** Quarters of the batch from which a single line was rejected (400). */
-  rejectedQuarters: Set<number>;
-  /**
-   * Isolated bad lines, dead-lettered once the batch is known not to be a
-   * request-level problem (a bad name would otherwise dead-letter good lines).
-   */
-  pendingRejects: Array<{ part: Part; raw: Buffer }>;
-  /** This delivery holds its Data Source park's probe. */
-  holdsDsProbe: boolean;
-  /** An attempt may have stored something (5xx, reset, timeout): never cut the batch again. */
-  unknownOutcome: boolean;
-  /** Ends this delivery's waits: the sender stops, or an operator released the batch. */
-  ac: AbortController;
-  /** `spoolship queue dead-letter` moves what is left of the batch to the dead-letter store. */
-  released: boolean;
-  /** Lines dead-lettered because of the release. */
-  releasedLines: number;
-  /** How the delivery ended; null while it runs. */
-  result: DeliveryResult | null;
-  /** When the delivery started (clock ms). */
-  since: number;
-}
-
 export class Sender implements LongLived {
   readonly budgetPark: Park<BudgetParkReason>;
   private readonly dsParks = new Map<string, Park<DsParkReason>>();
@@ -283,7 +111,7 @@ export class Sender implements LongLived {
   /** destroy(): requests on the wire end at once. */
   private readonly cut = new AbortController();
   /** Deliveries under way, by batch id. */
-  private readonly active = new Map<number, Ctx>();
+  private readonly active = new Map<number, DeliveryCtx>();
   /** Attempts per batch id, kept across a deferral to the disk queue until the batch is done. */
   private readonly histories = new Map<number, BatchHistory>();
 
@@ -541,19 +369,19 @@ export class Sender implements LongLived {
   }
 
   /** One event at the end of a 400 episode, with its totals (the requests in between log nothing). */
-  private endBisection(ctx: Ctx, outcome: DeliveryResult | 'request_level'): void {
+  private endBisection(ctx: DeliveryCtx, outcome: DeliveryResult | 'request_level'): void {
     if (!ctx.bisecting) return;
     const { root } = ctx;
     this.o.hooks.onBisection?.({ phase: 'end', batchId: root.id, ds: root.ds, outcome, requests: ctx.probes + 1, linesAcked: ctx.linesAcked, linesDeadLettered: ctx.linesDeadLettered });
   }
 
   /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it. */
-  private async deadLetter(ctx: Ctx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
+  private async deadLetter(ctx: DeliveryCtx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
     await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
     ctx.linesDeadLettered += part.lines;
   }
 
-  private releaseDsProbe(ctx: Ctx): void {
+  private releaseDsProbe(ctx: DeliveryCtx): void {
     if (!ctx.holdsDsProbe) return;
     ctx.holdsDsProbe = false;
     this.dsParks.get(ctx.root.ds)?.releaseProbe();
@@ -565,7 +393,7 @@ export class Sender implements LongLived {
    * nothing is accepted, pieces from quarters with no rejected line yet go
    * first, so a request-level problem shows in O(log n) requests.
    */
-  private async resolveAll(ctx: Ctx): Promise<DeliveryResult | 'request_level'> {
+  private async resolveAll(ctx: DeliveryCtx): Promise<DeliveryResult | 'request_level'> {
     const { root } = ctx;
     const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
     const work: Part[] = [whole];
@@ -612,13 +440,13 @@ export class Sender implements LongLived {
    * batch is not a request-level problem: something of it was accepted) and
    * go to the dead-letter store; the caller keeps the other pieces.
    */
-  private async leaveUnresolved(ctx: Ctx, pieces: Part[]): Promise<void> {
+  private async leaveUnresolved(ctx: DeliveryCtx, pieces: Part[]): Promise<void> {
     for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.deadLetter(ctx, part, raw, 'rejected', 400);
     ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
   /** The next piece: depth first, left to right; while nothing is accepted, a piece reaching an unexplored quarter first. */
-  private nextPart(work: Part[], ctx: Ctx): Part {
+  private nextPart(work: Part[], ctx: DeliveryCtx): Part {
     if (!ctx.accepted && ctx.rejectedQuarters.size > 0) {
       let best = -1;
       for (let i = work.length - 1; i >= 0; i--) {
@@ -634,7 +462,7 @@ export class Sender implements LongLived {
   }
 
   /** Carry out a final verdict on one piece; 'request_level' ends the delivery, null goes on. */
-  private async handle(part: Part, v: Final, ctx: Ctx, work: Part[]): Promise<'request_level' | null> {
+  private async handle(part: Part, v: Final, ctx: DeliveryCtx, work: Part[]): Promise<'request_level' | null> {
     const { hooks } = this.o;
     if (v.kind === 'ack') {
       ctx.accepted = true;
@@ -688,7 +516,7 @@ export class Sender implements LongLived {
    * its batch's attempts has an unknown outcome, so nothing of it can have
    * been stored and a retry need not be byte-identical.
    */
-  private overLearned(part: Part, ctx: Ctx): boolean {
+  private overLearned(part: Part, ctx: DeliveryCtx): boolean {
     return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
   }
 
@@ -701,7 +529,7 @@ export class Sender implements LongLived {
   }
 
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
-  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
+  private async sendUntilFinal(part: Part, ctx: DeliveryCtx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
     let attempt = 0;
     let afterGoaway = false;
     const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
@@ -793,7 +621,7 @@ export class Sender implements LongLived {
    * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
    * its probe not due: the caller keeps the batch (it stays queued).
    */
-  private async waitUntilClear(ds: string, ctx: Ctx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
+  private async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
     for (;;) {
       if (ctx.ac.signal.aborted) return 'aborted';
       const dsPark = this.dsParks.get(ds);
@@ -824,7 +652,7 @@ export class Sender implements LongLived {
     }
   }
 
-  private async sleepUntil(t: number, ctx: Ctx): Promise<void> {
+  private async sleepUntil(t: number, ctx: DeliveryCtx): Promise<void> {
     while (!ctx.ac.signal.aborted) {
       const ms = t - this.o.clock.now();
       if (ms <= 0) return;
@@ -837,7 +665,7 @@ export class Sender implements LongLived {
    * while this one waited for its slot; 'over_learned' when a 413 lowered the
    * learned limit below this piece meanwhile (the caller cuts it).
    */
-  private async request(part: Part, isProbe: boolean, ctx: Ctx): Promise<SendOutcome | null | 'over_learned'> {
+  private async request(part: Part, isProbe: boolean, ctx: DeliveryCtx): Promise<SendOutcome | null | 'over_learned'> {
     await this.inFlight.acquire();
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
@@ -912,7 +740,7 @@ function answerKind(outcome: SendOutcome): AnswerKind {
   return outcome.status >= 200 && outcome.status < 300 ? 'ok' : 'other';
 }
 
-function newCtx(root: RootBatch, opts: DeliverOptions, since: number): Ctx {
+function newCtx(root: RootBatch, opts: DeliverOptions, since: number): DeliveryCtx {
   const ac = new AbortController();
   setMaxListeners(0, ac.signal);
   return { root, opts, bisecting: false, probes: 0, linesAcked: 0, linesDeadLettered: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
