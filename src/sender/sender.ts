@@ -23,6 +23,7 @@ import { DEFAULTS } from '../config/defaults.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
+import { LearnedLimit } from './learned-limit.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
@@ -31,16 +32,6 @@ export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, Held
 export const PROBE_BUDGET = 64;
 /** 400: single lines rejected from this many different quarters of a batch, with nothing accepted, make the problem request-level. */
 export const REQUEST_LEVEL_QUARTERS = 3;
-/** After a 413 the learned size limit grows back by 10 % per 5 minutes without another 413. */
-export const LEARNED_GROWTH = 1.1;
-export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
-const MIN_LEARNED_BYTES = 1024;
-/**
- * A 413 for a body smaller than this is not the Events API's (it takes
- * 10 MB, 100 MB on paid plans): the budget parks unexpected_response
- * instead of cutting (sendUntilFinal).
- */
-export const SMALL_413_BYTES = 64 * 1024;
 
 export type { BudgetParkReason };
 /** Why one Data Source (not the whole budget) is parked. */
@@ -104,7 +95,7 @@ export class Sender implements LongLived {
   /** After a 413, one request at a time until a success (the limit is being learned). */
   private readonly single = new Semaphore(1);
   private narrowed = false;
-  private learned: { bytes: number; since: number } | null = null;
+  private readonly learned: LearnedLimit;
   private parkDetail: string | null = null;
   private pausedUntil = 0;
   private stopping = false;
@@ -132,6 +123,7 @@ export class Sender implements LongLived {
         if (!this.narrowed) o.hooks.onInFlightLimit?.(n);
       },
     });
+    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
     // The gauge shows the limit from the start, also one that never moves.
     o.hooks.onInFlightLimit?.(initial);
@@ -143,14 +135,7 @@ export class Sender implements LongLived {
    * grows back 10 % per 5 minutes without a 413.
    */
   capFor(_ds?: string): number {
-    const l = this.learned;
-    if (!l) return this.o.maxBytes;
-    const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
-    const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
-    if (bytes < this.o.maxBytes) return bytes;
-    this.learned = null;
-    this.o.hooks.onLearnedLimit?.(this.o.maxBytes);
-    return this.o.maxBytes;
+    return this.learned.capFor();
   }
 
   dsPark(ds: string): Park<DsParkReason> {
@@ -399,7 +384,7 @@ export class Sender implements LongLived {
     const work: Part[] = [whole];
     while (work.length > 0) {
       const part = this.nextPart(work, ctx);
-      if (this.overLearned(part, ctx)) {
+      if (this.learned.overLearned(part, ctx)) {
         // Formed before the limit was learned and never sent: cut it now
         // instead of collecting one more 413.
         work.push(...(await this.split(part, await this.raw(part))).reverse());
@@ -486,7 +471,7 @@ export class Sender implements LongLived {
         return null;
       }
       hooks.onRetry('413', part.ds);
-      this.lowerLearned(part.rawLen);
+      this.learned.lower(part.rawLen);
     } else {
       if (part.lines <= 1) {
         ctx.rejectedQuarters.add(quarterOf(ctx.root, part.lineStart));
@@ -511,23 +496,6 @@ export class Sender implements LongLived {
     this.o.hooks.onInFlightLimit?.(on ? 1 : this.concurrency.limit);
   }
 
-  /**
-   * The piece is larger than the learned limit and may still be cut: none of
-   * its batch's attempts has an unknown outcome, so nothing of it can have
-   * been stored and a retry need not be byte-identical.
-   */
-  private overLearned(part: Part, ctx: DeliveryCtx): boolean {
-    return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
-  }
-
-  /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
-  private lowerLearned(rejectedRawLen: number): void {
-    const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
-    this.learned = { bytes, since: this.o.clock.now() };
-    this.narrow(true);
-    this.o.hooks.onLearnedLimit?.(bytes);
-  }
-
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
   private async sendUntilFinal(part: Part, ctx: DeliveryCtx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
     let attempt = 0;
@@ -547,7 +515,7 @@ export class Sender implements LongLived {
         continue;
       }
       if (ctx.bisecting) ctx.probes++;
-      let v = classify(outcome, {
+      const v = this.learned.judge413(classify(outcome, {
         attempt,
         afterGoaway,
         http2: this.o.http2,
@@ -555,14 +523,7 @@ export class Sender implements LongLived {
         now: this.o.clock.now(),
         backoff: this.o.backoff,
         random: this.o.random,
-      });
-      // A 413 for a body far below any limit the Events API has (10 MB, 100 MB
-      // on paid plans): something in between limits bodies. Cutting on it
-      // took the learned limit to 1 KB and dead-lettered good lines as
-      // line_too_long; park with the reason instead, the data kept.
-      if (v.kind === 'split' && v.reason === '413' && part.rawLen < (this.o.small413Bytes ?? SMALL_413_BYTES)) {
-        v = { kind: 'park', reason: 'unexpected_response', detail: `HTTP 413 for a request of ${part.rawLen} bytes, far below the Events API's 10 MB: a proxy or gateway in between limits request bodies` };
-      }
+      }), part.rawLen);
       const h = this.historyOf(ctx.root.id);
       h.attempts++;
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
@@ -669,7 +630,7 @@ export class Sender implements LongLived {
     await this.inFlight.acquire();
     const narrow = this.narrowed;
     if (narrow) await this.single.acquire();
-    if (!isProbe && this.overLearned(part, ctx)) {
+    if (!isProbe && this.learned.overLearned(part, ctx)) {
       if (narrow) this.single.release();
       this.inFlight.release();
       return 'over_learned';
