@@ -24,6 +24,7 @@ import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
 import { LearnedLimit } from './learned-limit.js';
+import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
@@ -34,14 +35,7 @@ export const PROBE_BUDGET = 64;
 export const REQUEST_LEVEL_QUARTERS = 3;
 
 export type { BudgetParkReason };
-/** Why one Data Source (not the whole budget) is parked. */
-export type DsParkReason = 'bad_request' | 'datasource_rejected';
-/**
- * A 403 parks only its Data Source when the same token was accepted for
- * another Data Source within this long (and that one was not refused since):
- * a Data Source that does not exist, with a token that may not create it.
- */
-export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
+export type { DsParkReason };
 
 /** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
 export const ANSWER_WINDOW = 16;
@@ -77,9 +71,7 @@ export const DEFAULT_IN_FLIGHT_CAP = DEFAULTS.limits.max_in_flight_cap;
 
 export class Sender implements LongLived {
   readonly budgetPark: Park<BudgetParkReason>;
-  private readonly dsParks = new Map<string, Park<DsParkReason>>();
-  /** Per Data Source: when the token was last accepted for it, and last refused (403). */
-  private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
+  private readonly refusals: DataSourceRefusals;
   private readonly notifier = new Notifier();
   private readonly inFlight: Semaphore;
   private readonly inFlightBytes: ByteBudget;
@@ -124,6 +116,7 @@ export class Sender implements LongLived {
       },
     });
     this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
+    this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
     // The gauge shows the limit from the start, also one that never moves.
     o.hooks.onInFlightLimit?.(initial);
@@ -138,73 +131,25 @@ export class Sender implements LongLived {
     return this.learned.capFor();
   }
 
-  dsPark(ds: string): Park<DsParkReason> {
-    let p = this.dsParks.get(ds);
-    if (!p) {
-      const why: Record<DsParkReason, string> = {
-        bad_request: 'HTTP 400 for single lines of several parts of a batch, nothing accepted',
-        datasource_rejected: 'HTTP 403 for this Data Source while the same token is accepted for others (it does not exist, and the token may not create it)',
-      };
-      p = new Park<DsParkReason>(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev, r ? why[r] : null));
-      this.dsParks.set(ds, p);
-    }
-    return p;
-  }
-
   /** Parked Data Sources and why. */
   parkedDataSources(): Map<string, DsParkReason> {
-    const out = new Map<string, DsParkReason>();
-    for (const [ds, p] of this.dsParks) if (p.reason) out.set(ds, p.reason);
-    return out;
-  }
-
-  /** Was the token accepted for another Data Source lately, and not refused there since? */
-  private tokenWorksElsewhere(ds: string): boolean {
-    const now = this.o.clock.now();
-    for (const [other, t] of this.tokenSeen) {
-      if (other !== ds && now - t.acceptedAt <= TOKEN_PROOF_WINDOW_MS && t.refusedAt < t.acceptedAt) return true;
-    }
-    return false;
-  }
-
-  /** Was the token refused for this Data Source since it was last accepted there? */
-  private refused(ds: string): boolean {
-    const t = this.tokenSeen.get(ds);
-    return t !== undefined && t.refusedAt > t.acceptedAt;
-  }
-
-  private noteToken(ds: string, accepted: boolean): void {
-    const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedAt: -Infinity };
-    if (accepted) t.acceptedAt = this.o.clock.now();
-    else t.refusedAt = this.o.clock.now();
-    this.tokenSeen.set(ds, t);
+    return this.refusals.parked();
   }
 
   /** SIGHUP / token file change: probe parked budgets and Data Sources now. */
   wake(): void {
     this.budgetPark.wake();
-    for (const p of this.dsParks.values()) p.wake();
+    this.refusals.wake();
   }
 
-  /**
-   * An operator moved batches of a Data Source away (`spoolship queue
-   * dead-letter` releases its park): with none of its batches left waiting
-   * here the park ends, since the batch it was about is gone; otherwise the
-   * next one probes now (one request, not every waiting batch at once).
-   */
+  /** An operator moved batches of a Data Source away (`spoolship queue dead-letter`): DataSourceRefusals.operatorMoved. */
   operatorMoved(ds: string): void {
-    const park = this.dsParks.get(ds);
-    if (!park?.parked) return;
-    if ([...this.active.values()].some((c) => c.root.ds === ds)) park.wake();
-    else park.unpark();
+    this.refusals.operatorMoved(ds, [...this.active.values()].some((c) => c.root.ds === ds));
   }
 
-  /**
-   * Milliseconds until a batch of `ds` may be sent as far as its own park
-   * goes: 0 when the Data Source is not parked or its probe is due.
-   */
+  /** Milliseconds until a batch of `ds` may be sent as far as its own park goes (0: not parked, or its probe is due). */
   dsWaitMs(ds: string): number {
-    return this.dsParks.get(ds)?.probeWaitMs() ?? 0;
+    return this.refusals.waitMs(ds);
   }
 
   /** Aborted at the next change of a park, a pause or a delivery (take it before looking at the parks). */
@@ -235,7 +180,7 @@ export class Sender implements LongLived {
   held(): HeldBatch[] {
     return [...this.active.values()].map((ctx) => ({
       root: ctx.root,
-      parked: this.budgetPark.parked || this.dsParks.get(ctx.root.ds)?.parked === true,
+      parked: this.budgetPark.parked || this.refusals.find(ctx.root.ds)?.parked === true,
       since: ctx.since,
       history: this.historyOf(ctx.root.id),
     }));
@@ -328,7 +273,7 @@ export class Sender implements LongLived {
         if (r !== 'request_level') {
           // The probe batch of a parked Data Source resolved: the name is fine
           // (not so for a batch an operator released: it proved nothing).
-          if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.dsPark(root.ds).unpark();
+          if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.refusals.park(root.ds).unpark();
           if (r === 'done') this.histories.delete(root.id);
           result = r;
           return r;
@@ -337,7 +282,7 @@ export class Sender implements LongLived {
         // its quarters were rejected (or the probe budget ran out): the request
         // itself is bad (the Data Source name, the token's scope). Park the
         // Data Source, keep the data; a waiting batch probes every 60 s.
-        this.dsPark(root.ds).park('bad_request');
+        this.refusals.park(root.ds).park('bad_request');
         this.releaseDsProbe(ctx);
         Object.assign(ctx, { ...newCtx(root, opts, ctx.since), unknownOutcome: ctx.unknownOutcome, ac: ctx.ac, released: ctx.released, releasedLines: ctx.releasedLines });
         if (opts.canDefer?.() && !ctx.released) return (result = 'deferred');
@@ -369,7 +314,7 @@ export class Sender implements LongLived {
   private releaseDsProbe(ctx: DeliveryCtx): void {
     if (!ctx.holdsDsProbe) return;
     ctx.holdsDsProbe = false;
-    this.dsParks.get(ctx.root.ds)?.releaseProbe();
+    this.refusals.find(ctx.root.ds)?.releaseProbe();
   }
 
   /**
@@ -452,7 +397,7 @@ export class Sender implements LongLived {
     if (v.kind === 'ack') {
       ctx.accepted = true;
       this.narrow(false);
-      if (ctx.holdsDsProbe) this.dsPark(part.ds).unpark();
+      if (ctx.holdsDsProbe) this.refusals.park(part.ds).unpark();
       if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
       const counts = judgeRowCounts(v.rows, part.lines);
       if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
@@ -503,7 +448,7 @@ export class Sender implements LongLived {
     const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
-      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.dsParks.get(part.ds)?.parked))) return 'deferred';
+      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked))) return 'deferred';
       const probe = await this.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
@@ -528,14 +473,12 @@ export class Sender implements LongLived {
       h.attempts++;
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
       h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
-      if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.noteToken(part.ds, true);
+      if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.refusals.accepted(part.ds);
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
-        const elsewhere = this.tokenWorksElsewhere(part.ds);
-        this.noteToken(part.ds, false);
-        if (elsewhere) {
+        if (this.refusals.on403(part.ds) === 'datasource') {
           // The token is fine: this Data Source is refused. Park it alone.
           if (probe) this.budgetPark.probeDone(true);
-          this.dsPark(part.ds).park('datasource_rejected');
+          this.refusals.park(part.ds).park('datasource_rejected');
           this.releaseDsProbe(ctx);
           if (defer()) return 'deferred';
           continue;
@@ -543,7 +486,7 @@ export class Sender implements LongLived {
         // Nothing proves the token yet (a new directory answered first): the
         // budget parks below, but one batch of a Data Source not refused
         // probes at once; its success parks this one alone, at its next try.
-        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refused(ds));
+        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
       // A request already under way when the budget parked was acknowledged:
@@ -585,7 +528,7 @@ export class Sender implements LongLived {
   private async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
     for (;;) {
       if (ctx.ac.signal.aborted) return 'aborted';
-      const dsPark = this.dsParks.get(ds);
+      const dsPark = this.refusals.find(ds);
       if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
         // The caller has other batches to send meanwhile: probe if due, else leave.
         if (!dsPark.tryProbe()) return 'left';
