@@ -12,8 +12,6 @@
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
 import { setMaxListeners } from 'node:events';
-import { decodeBody } from '../codec/index.js';
-import { bodyBytes } from './body.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
 import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
@@ -25,17 +23,13 @@ import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
 import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
+import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode } from './bisection.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
-/** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
-export const PROBE_BUDGET = 64;
-/** 400: single lines rejected from this many different quarters of a batch, with nothing accepted, make the problem request-level. */
-export const REQUEST_LEVEL_QUARTERS = 3;
-
-export type { BudgetParkReason };
-export type { DsParkReason };
+export { PROBE_BUDGET } from './bisection.js';
+export type { BudgetParkReason, DsParkReason };
 
 /** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
 export const ANSWER_WINDOW = 16;
@@ -269,7 +263,8 @@ export class Sender implements LongLived {
     try {
       for (;;) {
         const r = await this.resolveAll(ctx);
-        this.endBisection(ctx, r);
+        const end = endEpisode(ctx, r);
+        if (end) this.o.hooks.onBisection?.(end);
         if (r !== 'request_level') {
           // The probe batch of a parked Data Source resolved: the name is fine
           // (not so for a batch an operator released: it proved nothing).
@@ -298,13 +293,6 @@ export class Sender implements LongLived {
     }
   }
 
-  /** One event at the end of a 400 episode, with its totals (the requests in between log nothing). */
-  private endBisection(ctx: DeliveryCtx, outcome: DeliveryResult | 'request_level'): void {
-    if (!ctx.bisecting) return;
-    const { root } = ctx;
-    this.o.hooks.onBisection?.({ phase: 'end', batchId: root.id, ds: root.ds, outcome, requests: ctx.probes + 1, linesAcked: ctx.linesAcked, linesDeadLettered: ctx.linesDeadLettered });
-  }
-
   /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it. */
   private async deadLetter(ctx: DeliveryCtx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
     await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
@@ -328,11 +316,11 @@ export class Sender implements LongLived {
     const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
     const work: Part[] = [whole];
     while (work.length > 0) {
-      const part = this.nextPart(work, ctx);
+      const part = nextPart(work, ctx);
       if (this.learned.overLearned(part, ctx)) {
         // Formed before the limit was learned and never sent: cut it now
         // instead of collecting one more 413.
-        work.push(...(await this.split(part, await this.raw(part))).reverse());
+        work.push(...(await split(part, await rawOf(part), this.o.codec)).reverse());
         continue;
       }
       const v = ctx.released ? 'released' : await this.sendUntilFinal(part, ctx, part === whole);
@@ -344,7 +332,7 @@ export class Sender implements LongLived {
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
         for (const p of [part, ...work.splice(0)]) {
-          await this.deadLetter(ctx, p, await this.raw(p), 'operator', this.historyOf(root.id).lastStatus);
+          await this.deadLetter(ctx, p, await rawOf(p), 'operator', this.historyOf(root.id).lastStatus);
           ctx.releasedLines += p.lines;
         }
         break;
@@ -375,22 +363,6 @@ export class Sender implements LongLived {
     ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
-  /** The next piece: depth first, left to right; while nothing is accepted, a piece reaching an unexplored quarter first. */
-  private nextPart(work: Part[], ctx: DeliveryCtx): Part {
-    if (!ctx.accepted && ctx.rejectedQuarters.size > 0) {
-      let best = -1;
-      for (let i = work.length - 1; i >= 0; i--) {
-        const p = work[i]!;
-        const [first, last] = [quarterOf(ctx.root, p.lineStart), quarterOf(ctx.root, p.lineStart + p.lines - 1)];
-        let fresh = false;
-        for (let q = first; q <= last; q++) if (!ctx.rejectedQuarters.has(q)) fresh = true;
-        if (fresh && (best === -1 || p.lines < work[best]!.lines)) best = i;
-      }
-      if (best !== -1) return work.splice(best, 1)[0]!;
-    }
-    return work.pop()!;
-  }
-
   /** Carry out a final verdict on one piece; 'request_level' ends the delivery, null goes on. */
   private async handle(part: Part, v: Final, ctx: DeliveryCtx, work: Part[]): Promise<'request_level' | null> {
     const { hooks } = this.o;
@@ -406,10 +378,10 @@ export class Sender implements LongLived {
       return null;
     }
     if (v.kind === 'dead_letter') {
-      await this.deadLetter(ctx, part, await this.raw(part), v.reason, v.status);
+      await this.deadLetter(ctx, part, await rawOf(part), v.reason, v.status);
       return null;
     }
-    const raw = await this.raw(part);
+    const raw = await rawOf(part);
     if (v.reason === '413') {
       if (part.lines <= 1) {
         await this.deadLetter(ctx, part, raw, 'line_too_long', v.status);
@@ -418,18 +390,14 @@ export class Sender implements LongLived {
       hooks.onRetry('413', part.ds);
       this.learned.lower(part.rawLen);
     } else {
-      if (part.lines <= 1) {
-        ctx.rejectedQuarters.add(quarterOf(ctx.root, part.lineStart));
-        ctx.pendingRejects.push({ part, raw });
-        return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
-      }
+      if (part.lines <= 1) return rejectLine(ctx, part, raw);
       hooks.onRetry('400', part.ds);
-      if (!ctx.bisecting) hooks.onBisection?.({ phase: 'start', batchId: ctx.root.id, ds: part.ds, lines: ctx.root.lines, rawBytes: ctx.root.rawLen });
-      ctx.bisecting = true;
+      const start = startEpisode(ctx, part);
+      if (start) hooks.onBisection?.(start);
       if (!ctx.accepted && ctx.probes >= (this.o.probeBudget ?? PROBE_BUDGET)) return 'request_level';
     }
     // Right half below the left one: the left is sent first.
-    const [a, b] = await this.split(part, raw);
+    const [a, b] = await split(part, raw, this.o.codec);
     work.push(b, a);
     return null;
   }
@@ -614,27 +582,6 @@ export class Sender implements LongLived {
       this.inFlight.release();
     }
   }
-
-  private async raw(part: Part): Promise<Buffer> {
-    const bytes = await bodyBytes(part.body);
-    return part.encoding ? decodeBody(part.encoding, bytes) : bytes;
-  }
-
-  /** Halves at the line boundary nearest the middle. */
-  private async split(part: Part, raw: Buffer): Promise<[Part, Part]> {
-    const mid = raw.length >> 1;
-    let cut = raw.lastIndexOf(10, mid - 1) + 1;
-    if (cut <= 0 || cut >= raw.length) cut = raw.indexOf(10, mid) + 1;
-    const left = raw.subarray(0, cut);
-    const right = raw.subarray(cut);
-    const leftLines = countLines(left);
-    const [lb, rb] = await Promise.all([this.o.codec.compress(left), this.o.codec.compress(right)]);
-    const encoding = this.o.codec.contentEncoding;
-    return [
-      { ds: part.ds, body: lb, encoding, rawLen: left.length, lines: leftLines, lineStart: part.lineStart },
-      { ds: part.ds, body: rb, encoding, rawLen: right.length, lines: part.lines - leftLines, lineStart: part.lineStart + leftLines },
-    ];
-  }
 }
 
 /** What an answer says about congestion: 429, 503 and timeouts halve the concurrency. */
@@ -648,18 +595,4 @@ function newCtx(root: RootBatch, opts: DeliverOptions, since: number): DeliveryC
   const ac = new AbortController();
   setMaxListeners(0, ac.signal);
   return { root, opts, bisecting: false, probes: 0, linesAcked: 0, linesDeadLettered: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
-}
-
-function quarterOf(root: RootBatch, line: number): number {
-  return Math.min(3, Math.floor((line * 4) / Math.max(1, root.lines)));
-}
-
-export function countLines(buf: Buffer): number {
-  let n = 0;
-  let pos = buf.indexOf(10);
-  while (pos !== -1) {
-    n++;
-    pos = buf.indexOf(10, pos + 1);
-  }
-  return n;
 }
