@@ -11,7 +11,6 @@
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
-import { setMaxListeners } from 'node:events';
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
 import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
@@ -23,6 +22,7 @@ import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
 import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
+import { Deliveries, newCtx } from './deliveries.js';
 import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode } from './bisection.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
@@ -87,10 +87,8 @@ export class Sender implements LongLived {
   private stopping = false;
   /** destroy(): requests on the wire end at once. */
   private readonly cut = new AbortController();
-  /** Deliveries under way, by batch id. */
-  private readonly active = new Map<number, DeliveryCtx>();
-  /** Attempts per batch id, kept across a deferral to the disk queue until the batch is done. */
-  private readonly histories = new Map<number, BatchHistory>();
+  /** Deliveries under way, and the attempts of batches not yet done. */
+  private readonly deliveries: Deliveries;
 
   constructor(private readonly o: SenderOptions) {
     const auto = o.maxInFlight === 'auto';
@@ -110,6 +108,7 @@ export class Sender implements LongLived {
       },
     });
     this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
+    this.deliveries = new Deliveries(o.clock, this.notifier);
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
     // The gauge shows the limit from the start, also one that never moves.
@@ -138,7 +137,7 @@ export class Sender implements LongLived {
 
   /** An operator moved batches of a Data Source away (`spoolship queue dead-letter`): DataSourceRefusals.operatorMoved. */
   operatorMoved(ds: string): void {
-    this.refusals.operatorMoved(ds, [...this.active.values()].some((c) => c.root.ds === ds));
+    this.refusals.operatorMoved(ds, this.deliveries.hasDataSource(ds));
   }
 
   /** Milliseconds until a batch of `ds` may be sent as far as its own park goes (0: not parked, or its probe is due). */
@@ -159,9 +158,9 @@ export class Sender implements LongLived {
    */
   async close(): Promise<void> {
     this.stopping = true;
-    for (const ctx of this.active.values()) ctx.ac.abort();
+    for (const ctx of this.deliveries.all()) ctx.ac.abort();
     this.notifier.notify();
-    while (this.active.size > 0) await this.notifier.wait(this.o.clock, PARK_PROBE_INTERVAL_MS);
+    while (this.deliveries.size > 0) await this.notifier.wait(this.o.clock, PARK_PROBE_INTERVAL_MS);
   }
 
   /** As close(), and the requests on the wire are cut: their batches' outcome is unknown, and they are sent again. */
@@ -172,58 +171,22 @@ export class Sender implements LongLived {
 
   /** The batches being delivered now, oldest first. */
   held(): HeldBatch[] {
-    return [...this.active.values()].map((ctx) => ({
-      root: ctx.root,
-      parked: this.budgetPark.parked || this.refusals.find(ctx.root.ds)?.parked === true,
-      since: ctx.since,
-      history: this.historyOf(ctx.root.id),
-    }));
+    return this.deliveries.held((ds) => this.budgetPark.parked || this.refusals.find(ds)?.parked === true);
   }
 
   /** Attempts and last answer of a batch (also of one waiting in the disk queue since). */
   history(id: number): BatchHistory | null {
-    return this.histories.get(id) ?? null;
+    return this.deliveries.history(id);
   }
 
-  /**
-   * The batch is gone for good without a delivery of its own ending 'done'
-   * (cut into queued pieces, moved by an operator, its queue record
-   * damaged): its history goes too. Each such id stayed in the map for the
-   * life of the process.
-   */
+  /** The batch is gone for good without a delivery of its own ending 'done' (Deliveries.forget). */
   forget(id: number): void {
-    this.histories.delete(id);
+    this.deliveries.forget(id);
   }
 
-  /**
-   * `spoolship queue dead-letter`: the batch being delivered stops waiting;
-   * what of it is not yet acknowledged goes to the dead-letter store (reason
-   * `operator`), and its delivery ends 'done'. A request on the wire is
-   * answered first (its lines may be acknowledged after all). Resolves with
-   * the lines moved, or null when the batch is not being delivered; 'aborted'
-   * when the sender stopped first (nothing more moved).
-   */
+  /** `spoolship queue dead-letter`: what of the batch is not yet acknowledged goes to the dead-letter store (Deliveries.release). */
   release(id: number): { wait: () => Promise<number | 'aborted'> } | null {
-    const ctx = this.active.get(id);
-    if (!ctx) return null;
-    ctx.released = true;
-    ctx.ac.abort();
-    this.notifier.notify();
-    return {
-      wait: async () => {
-        while (ctx.result === null) await this.notifier.wait(this.o.clock, 60_000);
-        return ctx.result === 'done' ? ctx.releasedLines : 'aborted';
-      },
-    };
-  }
-
-  private historyOf(id: number): BatchHistory {
-    let h = this.histories.get(id);
-    if (!h) {
-      h = { attempts: 0, lastStatus: null, lastError: null };
-      this.histories.set(id, h);
-    }
-    return h;
+    return this.deliveries.release(id);
   }
 
   /**
@@ -258,7 +221,7 @@ export class Sender implements LongLived {
       this.notifier.notify();
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
-    this.active.set(root.id, ctx);
+    this.deliveries.start(ctx);
     let result: DeliveryResult = 'aborted';
     try {
       for (;;) {
@@ -269,7 +232,7 @@ export class Sender implements LongLived {
           // The probe batch of a parked Data Source resolved: the name is fine
           // (not so for a batch an operator released: it proved nothing).
           if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.refusals.park(root.ds).unpark();
-          if (r === 'done') this.histories.delete(root.id);
+          if (r === 'done') this.deliveries.forget(root.id);
           result = r;
           return r;
         }
@@ -286,7 +249,7 @@ export class Sender implements LongLived {
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
       this.releaseDsProbe(ctx);
-      this.active.delete(root.id);
+      this.deliveries.end(ctx);
       ctx.result = result;
       // A release waits for this delivery to end.
       this.notifier.notify();
@@ -332,7 +295,7 @@ export class Sender implements LongLived {
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
         for (const p of [part, ...work.splice(0)]) {
-          await this.deadLetter(ctx, p, await rawOf(p), 'operator', this.historyOf(root.id).lastStatus);
+          await this.deadLetter(ctx, p, await rawOf(p), 'operator', this.deliveries.historyOf(root.id).lastStatus);
           ctx.releasedLines += p.lines;
         }
         break;
@@ -437,7 +400,7 @@ export class Sender implements LongLived {
         backoff: this.o.backoff,
         random: this.o.random,
       }), part.rawLen);
-      const h = this.historyOf(ctx.root.id);
+      const h = this.deliveries.historyOf(ctx.root.id);
       h.attempts++;
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
       h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
@@ -589,10 +552,4 @@ function answerKind(outcome: SendOutcome): AnswerKind {
   if (outcome.kind === 'error') return outcome.timeout ? 'congested' : 'other';
   if (outcome.status === 429 || outcome.status === 503) return 'congested';
   return outcome.status >= 200 && outcome.status < 300 ? 'ok' : 'other';
-}
-
-function newCtx(root: RootBatch, opts: DeliverOptions, since: number): DeliveryCtx {
-  const ac = new AbortController();
-  setMaxListeners(0, ac.signal);
-  return { root, opts, bisecting: false, probes: 0, linesAcked: 0, linesDeadLettered: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
 }
