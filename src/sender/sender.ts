@@ -1,12 +1,13 @@
-// Longer than ~250 lines: one batch's whole life (parks, probes, bisection,
-// 413 splits, the in-flight bound) is one state machine; the decisions are in
-// retry-policy.ts, the bookkeeping here. Splitting it across files would
-// split that state.
-//
 // Delivers one closed batch until it is resolved: acknowledged, split and
 // resolved piece by piece, or dead-lettered. The RetryPolicy (retry-policy.ts)
 // decides; this module carries the decisions out. It is the one retry owner:
 // undici never retries, and the request budget only paces starts.
+//
+// Its other decisions live beside it, each in its own module: the 413 learned
+// limit (learned-limit.ts), per-Data-Source refusals (ds-refusals.ts), the 400
+// bisection (bisection.ts), the in-flight bound (in-flight.ts), and the waits
+// for parks and Retry-After (clearance.ts). deliveries.ts holds the batches
+// being delivered and their histories; types.ts the shapes they all share.
 //
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
@@ -14,6 +15,7 @@
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
 import { InFlightBound } from './in-flight.js';
+import { Clearance } from './clearance.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
@@ -36,7 +38,8 @@ export class Sender implements LongLived {
   private readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
   private parkDetail: string | null = null;
-  private pausedUntil = 0;
+  /** Parks and the Retry-After pause, waited for before each attempt. */
+  private readonly clearance: Clearance;
   private stopping = false;
   /** destroy(): requests on the wire end at once. */
   private readonly cut = new AbortController();
@@ -49,6 +52,7 @@ export class Sender implements LongLived {
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
+    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals);
   }
 
   /**
@@ -304,7 +308,7 @@ export class Sender implements LongLived {
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
       if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked))) return 'deferred';
-      const probe = await this.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
+      const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
       const outcome = await this.request(part, probe, ctx);
@@ -361,61 +365,10 @@ export class Sender implements LongLived {
       afterGoaway = v.reason === 'goaway';
       attempt++;
       const until = this.o.clock.now() + v.afterMs;
-      // Retry-After pauses the whole budget (every Data Source), also when
-      // this batch now moves to the disk queue: the queue's replay must not
-      // resend it before the server said.
-      if (v.pauseBudget && until > this.pausedUntil) {
-        this.pausedUntil = until;
-        // With a shared budget, every agent of it waits too.
-        this.o.limiter.pause(v.afterMs);
-      }
+      if (v.pauseBudget) this.clearance.pause(until, v.afterMs);
       if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
-      await this.sleepUntil(until, ctx);
+      await this.clearance.sleepUntil(until, ctx);
       if (this.stopping) return 'aborted';
-    }
-  }
-
-  /**
-   * Wait for parks and the Retry-After pause; true when this request is the
-   * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
-   * its probe not due: the caller keeps the batch (it stays queued).
-   */
-  private async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
-    for (;;) {
-      if (ctx.ac.signal.aborted) return 'aborted';
-      const dsPark = this.refusals.find(ds);
-      if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
-        // The caller has other batches to send meanwhile: probe if due, else leave.
-        if (!dsPark.tryProbe()) return 'left';
-        ctx.holdsDsProbe = true;
-        continue;
-      }
-      if (dsPark?.parked && !ctx.holdsDsProbe) {
-        // Every waiting batch of a parked Data Source may be its probe (every
-        // 60 s, at once on wake): a batch replayed from the disk queue too.
-        const mine = await dsPark.pass(ctx.ac.signal);
-        if (mine) ctx.holdsDsProbe = true;
-        continue;
-      }
-      const probe = await this.budgetPark.pass(ctx.ac.signal, ds);
-      if (ctx.ac.signal.aborted) {
-        if (probe) this.budgetPark.probeDone(false);
-        return 'aborted';
-      }
-      if (this.o.clock.now() < this.pausedUntil) {
-        if (probe) this.budgetPark.probeDone(false);
-        await this.sleepUntil(this.pausedUntil, ctx);
-        continue;
-      }
-      return probe;
-    }
-  }
-
-  private async sleepUntil(t: number, ctx: DeliveryCtx): Promise<void> {
-    while (!ctx.ac.signal.aborted) {
-      const ms = t - this.o.clock.now();
-      if (ms <= 0) return;
-      await this.notifier.wait(this.o.clock, ms);
     }
   }
 
