@@ -1,312 +1,58 @@
-// Longer than ~250 lines: one batch's whole life (parks, probes, bisection,
-// 413 splits, the in-flight bound) is one state machine; the decisions are in
-// retry-policy.ts, the bookkeeping here. Splitting it across files would
-// split that state.
-//
 // Delivers one closed batch until it is resolved: acknowledged, split and
 // resolved piece by piece, or dead-lettered. The RetryPolicy (retry-policy.ts)
 // decides; this module carries the decisions out. It is the one retry owner:
 // undici never retries, and the request budget only paces starts.
 //
+// Its other decisions live beside it, each in its own module: the 413 learned
+// limit (learned-limit.ts), per-Data-Source refusals (ds-refusals.ts), the 400
+// bisection (bisection.ts), the in-flight bound (in-flight.ts), and the waits
+// for parks and Retry-After (clearance.ts). deliveries.ts holds the batches
+// being delivered and their histories; types.ts the shapes they all share.
+//
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
-import { setMaxListeners } from 'node:events';
-import { decodeBody, type Codec } from '../codec/index.js';
-import { bodyBytes, type Body } from './body.js';
-import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
-import type { EventsClient, SendOutcome } from './http-client.js';
-import { ConcurrencyLimit, type AnswerKind } from './concurrency.js';
-import { ByteBudget, Semaphore, type RateLimiter } from './limiter.js';
-import { inFlightBytesBound } from './in-flight-bytes.js';
-import { DEFAULTS } from '../config/defaults.js';
+import type { SendOutcome } from './http-client.js';
+import { InFlightBound } from './in-flight.js';
+import { Clearance } from './clearance.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
-import { classify, judgeRowCounts, type AckOddity, type BackoffOptions, type BudgetParkReason, type RetryReason, type Verdict } from './retry-policy.js';
+import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
+import { LearnedLimit } from './learned-limit.js';
+import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
+import { Deliveries, newCtx } from './deliveries.js';
+import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode } from './bisection.js';
+import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
-/** 400 bisection: requests one batch may spend isolating bad lines, while none of it is accepted, before the problem counts as request-level. */
-export const PROBE_BUDGET = 64;
-/** 400: single lines rejected from this many different quarters of a batch, with nothing accepted, make the problem request-level. */
-export const REQUEST_LEVEL_QUARTERS = 3;
-/** After a 413 the learned size limit grows back by 10 % per 5 minutes without another 413. */
-export const LEARNED_GROWTH = 1.1;
-export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
-const MIN_LEARNED_BYTES = 1024;
-/**
- * A 413 for a body smaller than this is not the Events API's (it takes
- * 10 MB, 100 MB on paid plans): the budget parks unexpected_response
- * instead of cutting (sendUntilFinal).
- */
-export const SMALL_413_BYTES = 64 * 1024;
+export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
-export type { BudgetParkReason };
-/** Why one Data Source (not the whole budget) is parked. */
-export type DsParkReason = 'bad_request' | 'datasource_rejected';
-/**
- * A 403 parks only its Data Source when the same token was accepted for
- * another Data Source within this long (and that one was not refused since):
- * a Data Source that does not exist, with a token that may not create it.
- */
-export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
-
-/** Answers whose times a graceful stop looks at (longestRecentAnswerMs). */
-export const ANSWER_WINDOW = 16;
-
-export interface RootBatch {
-  id: number;
-  ds: string;
-  /** Compressed body: the exact bytes of every attempt (in memory, or spilled: body.ts). */
-  body: Body;
-  /** Content-Encoding of `body` (a queued batch keeps the codec it was compressed with). */
-  encoding: string | null;
-  rawLen: number;
-  lines: number;
-}
-
-/** A piece of a root batch: the whole of it, or a half of a half... */
-export interface Part {
-  ds: string;
-  body: Body;
-  encoding: string | null;
-  rawLen: number;
-  lines: number;
-  /** Index of the part's first line among the root batch's lines. */
-  lineStart: number;
-}
-
-export interface SenderHooks {
-  onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void;
-  /** `cause`: what failed, kept for the log (`ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:443`, a certificate error by name, `HTTP 503`). */
-  onRetry(reason: RetryReason, ds: string, cause?: string): void;
-  onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
-  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
-  /**
-   * Store the part's lines as dead letters (durably) before the batch counts
-   * as done. `operator`: released by `spoolship queue dead-letter` (status:
-   * the batch's last answer, null when none).
-   */
-  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
-  /** A batch's 400 episode: raised once when its bisection starts and once when the delivery ends; never per request of it. */
-  onBisection?(event: BisectionEvent): void;
-  /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
-  onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
-  /** The learned body size limit changed (max_bytes when none is learned). */
-  onLearnedLimit?(bytes: number): void;
-  /** The concurrency limit changed (spoolship_in_flight_limit). */
-  onInFlightLimit?(limit: number): void;
-  /** Compressed bytes held against max_in_flight_bytes changed (spoolship_in_flight_bytes). */
-  onInFlightBytes?(bytes: number): void;
-}
-
-/**
- * A batch's 400 episode, for the log: 'start' at the 400 that starts its
- * bisection, 'end' when that delivery ends (every line acknowledged or
- * dead-lettered: 'done'; the refusal is the request's own: 'request_level';
- * or stopped). `requests`: those of the episode, the first 400 included.
- */
-export type BisectionEvent =
-  | { phase: 'start'; batchId: number; ds: string; lines: number; rawBytes: number }
-  | { phase: 'end'; batchId: number; ds: string; outcome: DeliveryResult | 'request_level'; requests: number; linesAcked: number; linesDeadLettered: number };
-
-/**
- * Requests of one agent that may hold a reserved slot of the rate budget at
- * once (the rest wait their turn before reserving). With a shared budget in
- * Redis, slots are handed out in the order they are reserved: an agent with
- * more requests waiting got a larger share, and 20 agents growing to their
- * cap queued ~13 s of slots, past the 10 s after which a budget key counts
- * as broken, so they fell back to their local budgets and drew 429s (bench
- * fleet). The same few per agent keep the shared queue short (20 agents: ~1.6
- * s at 100 req/s) and the shares equal; 8 slots ahead keep one agent's
- * requests flowing at the whole budget.
- */
-export const SLOTS_RESERVED_AHEAD = 8;
-
-/**
- * Where max_in_flight: auto starts (slow start doubles it per round trip).
- * Requests are few and large (10 MB batches): from 2, a 1 GB backlog spent
- * most of its time in slow start when answers take 1-2 s (x0.59 of the 0 ms
- * speed at 1 s, against x0.84 from 16; bench latency-sweep). From 16 the
- * first round trip still sent fewer than the default max_in_flight_bytes
- * lets go (48 MiB is ~29 bodies of a 10 MB batch at zstd 3), and at 2 s
- * answers that round trip is a quarter of a 1 GB backlog: 117-123 MB/s from
- * 16, 128-132 from 32 (bench/README.md finding 30). Memory stays bounded by
- * max_in_flight_bytes whatever the limit; a fast server's rising answer
- * times bring it down within a few round trips.
- */
-export const AUTO_INITIAL_IN_FLIGHT = 32;
-/** limits.max_in_flight_cap's default, for senders built without a config (tests, tools). */
-export const DEFAULT_IN_FLIGHT_CAP = DEFAULTS.limits.max_in_flight_cap;
-
-export interface SenderOptions {
-  client: Pick<EventsClient, 'post'>;
-  codec: Codec;
-  limiter: RateLimiter;
-  clock: Clock;
-  random: () => number;
-  backoff: BackoffOptions;
-  http2: boolean;
-  /** Requests a 400 bisection may spend with nothing accepted (PROBE_BUDGET when absent). */
-  probeBudget?: number;
-  /** api.wait (a 202 under wait=true is worth a WARN); true when absent. */
-  wait?: boolean;
-  /** A fixed number of requests in flight, or 'auto' (concurrency.ts). */
-  maxInFlight: number | 'auto';
-  /** The most 'auto' may reach (max_in_flight_cap; also bounded by maxConnections). */
-  maxInFlightCap?: number;
-  /** Compressed bytes in flight together (max_in_flight_bytes); one request always may go. */
-  maxInFlightBytes?: number | 'auto';
-  maxConnections?: number;
-  maxBytes: number;
-  /** A 413 for a body smaller than this is not the API's: park (SMALL_413_BYTES when absent; unit tests whose emulator stands in for 10 MB with 2 KB set 0). */
-  small413Bytes?: number;
-  hooks: SenderHooks;
-}
-
-/**
- * done: acknowledged or dead-lettered; aborted: the sender is stopping;
- * deferred: not deliverable now (quick attempts used up, or parked) and the
- * caller said it can keep the batch elsewhere (the disk queue).
- */
-export type DeliveryResult = 'done' | 'aborted' | 'deferred';
-
-export interface DeliverOptions {
-  /** Asked before deferring: may the caller take the batch back now? */
-  canDefer?: () => boolean;
-  /** Failed attempts before a batch is deferred. */
-  deferAfter?: number;
-  /**
-   * While the batch's Data Source is parked and its probe is not due, return
-   * 'deferred' instead of waiting (the queue replayer: the batch stays
-   * queued and the replayer's loops go on with other Data Sources). Only a
-   * whole batch goes back; a batch already being cut waits as before.
-   */
-  leaveWhenDsParked?: boolean;
-  /** Ends this delivery's waits ('aborted'), as close() does for every delivery: the caller is being destroyed. A request on the wire is answered (or times out) first. */
-  signal?: AbortSignal;
-  /**
-   * No attempt of this batch was ever made (not a queued or re-formed one):
-   * it may be cut to the learned 413 limit before it is sent, since nothing
-   * of it can be stored yet.
-   */
-  neverSent?: boolean;
-  /**
-   * The delivery ends unresolved ('aborted' or 'deferred') after pieces of
-   * the batch were acknowledged: `pieces` are what is left of it (the lines
-   * neither acknowledged nor dead-lettered). A caller that keeps these
-   * instead of the whole batch sends no acknowledged line again; without it
-   * the whole batch comes back (README "Delivery guarantee": a graceful stop creates no
-   * duplicates).
-   */
-  onUnresolved?: (pieces: Part[]) => void;
-}
-type Final = Exclude<Verdict, { kind: 'retry' } | { kind: 'park' }> & { status: number };
-
-/** What the sender knows of one batch's attempts (for `spoolship queue list`); kept until the batch is done. */
-export interface BatchHistory {
-  attempts: number;
-  /** HTTP status of the last answer; null for a network error or before any answer. */
-  lastStatus: number | null;
-  lastError: string | null;
-}
-
-/** A batch being delivered now: what `queue list` shows and `queue dead-letter` may release. */
-export interface HeldBatch {
-  root: RootBatch;
-  /** Waiting for a park (of its Data Source or of the budget) to end. */
-  parked: boolean;
-  /** When its delivery started (clock ms). */
-  since: number;
-  history: BatchHistory;
-}
-
-/** What one delivery knows about its batch while it is being resolved. */
-interface Ctx {
-  root: RootBatch;
-  opts: DeliverOptions;
-  /** A 400 is being bisected. */
-  bisecting: boolean;
-  /** Requests spent bisecting. */
-  probes: number;
-  /** Lines acknowledged and dead-lettered so far (the bisection's end event). */
-  linesAcked: number;
-  linesDeadLettered: number;
-  /** Some part of the batch was acknowledged: the request itself is fine. */
-  accepted: boolean;
-  /** Quarters of the batch from which a single line was rejected (400). */
-  rejectedQuarters: Set<number>;
-  /**
-   * Isolated bad lines, dead-lettered once the batch is known not to be a
-   * request-level problem (a bad name would otherwise dead-letter good lines).
-   */
-  pendingRejects: Array<{ part: Part; raw: Buffer }>;
-  /** This delivery holds its Data Source park's probe. */
-  holdsDsProbe: boolean;
-  /** An attempt may have stored something (5xx, reset, timeout): never cut the batch again. */
-  unknownOutcome: boolean;
-  /** Ends this delivery's waits: the sender stops, or an operator released the batch. */
-  ac: AbortController;
-  /** `spoolship queue dead-letter` moves what is left of the batch to the dead-letter store. */
-  released: boolean;
-  /** Lines dead-lettered because of the release. */
-  releasedLines: number;
-  /** How the delivery ended; null while it runs. */
-  result: DeliveryResult | null;
-  /** When the delivery started (clock ms). */
-  since: number;
-}
+export { PROBE_BUDGET } from './bisection.js';
+export { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD } from './in-flight.js';
+export type { BudgetParkReason, DsParkReason };
 
 export class Sender implements LongLived {
   readonly budgetPark: Park<BudgetParkReason>;
-  private readonly dsParks = new Map<string, Park<DsParkReason>>();
-  /** Per Data Source: when the token was last accepted for it, and last refused (403). */
-  private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
+  private readonly refusals: DataSourceRefusals;
   private readonly notifier = new Notifier();
-  private readonly inFlight: Semaphore;
-  private readonly inFlightBytes: ByteBudget;
-  /** Tells limits.max_in_flight_bytes: auto the size of each body taking its turn. */
-  private readonly observeBody: (bytes: number) => void;
-  private readonly concurrency: ConcurrencyLimit;
-  /** Requests past the byte budget (waiting for a rate slot, or on the wire). */
-  private holding = 0;
-  /** The last ANSWER_WINDOW answer times (ms), oldest first. */
-  private readonly answerTimes: number[] = [];
-  /** Requests of this agent holding or waiting for a reserved slot of the rate budget. */
-  private readonly slotQueue = new Semaphore(SLOTS_RESERVED_AHEAD);
-  /** After a 413, one request at a time until a success (the limit is being learned). */
-  private readonly single = new Semaphore(1);
-  private narrowed = false;
-  private learned: { bytes: number; since: number } | null = null;
+  private readonly inFlight: InFlightBound;
+  private readonly learned: LearnedLimit;
   private parkDetail: string | null = null;
-  private pausedUntil = 0;
+  /** Parks and the Retry-After pause, waited for before each attempt. */
+  private readonly clearance: Clearance;
   private stopping = false;
   /** destroy(): requests on the wire end at once. */
   private readonly cut = new AbortController();
-  /** Deliveries under way, by batch id. */
-  private readonly active = new Map<number, Ctx>();
-  /** Attempts per batch id, kept across a deferral to the disk queue until the batch is done. */
-  private readonly histories = new Map<number, BatchHistory>();
+  /** Deliveries under way, and the attempts of batches not yet done. */
+  private readonly deliveries: Deliveries;
 
   constructor(private readonly o: SenderOptions) {
-    const auto = o.maxInFlight === 'auto';
-    const cap = Math.max(1, Math.min(o.maxInFlightCap ?? DEFAULT_IN_FLIGHT_CAP, o.maxConnections ?? Infinity));
-    const initial = auto ? Math.min(AUTO_INITIAL_IN_FLIGHT, cap) : (o.maxInFlight as number);
-    this.inFlight = new Semaphore(initial);
-    const bytesBound = inFlightBytesBound(o.maxInFlightBytes, auto ? cap : initial);
-    this.inFlightBytes = new ByteBudget(bytesBound.bound);
-    this.observeBody = bytesBound.observe;
-    this.concurrency = new ConcurrencyLimit(o.clock, {
-      auto,
-      initial,
-      cap: auto ? cap : initial,
-      onChange: (n) => {
-        this.inFlight.setMax(n);
-        if (!this.narrowed) o.hooks.onInFlightLimit?.(n);
-      },
-    });
+    this.inFlight = new InFlightBound(o);
+    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
+    this.deliveries = new Deliveries(o.clock, this.notifier);
+    this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
-    // The gauge shows the limit from the start, also one that never moves.
-    o.hooks.onInFlightLimit?.(initial);
+    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals);
   }
 
   /**
@@ -315,83 +61,28 @@ export class Sender implements LongLived {
    * grows back 10 % per 5 minutes without a 413.
    */
   capFor(_ds?: string): number {
-    const l = this.learned;
-    if (!l) return this.o.maxBytes;
-    const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
-    const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
-    if (bytes < this.o.maxBytes) return bytes;
-    this.learned = null;
-    this.o.hooks.onLearnedLimit?.(this.o.maxBytes);
-    return this.o.maxBytes;
-  }
-
-  dsPark(ds: string): Park<DsParkReason> {
-    let p = this.dsParks.get(ds);
-    if (!p) {
-      const why: Record<DsParkReason, string> = {
-        bad_request: 'HTTP 400 for single lines of several parts of a batch, nothing accepted',
-        datasource_rejected: 'HTTP 403 for this Data Source while the same token is accepted for others (it does not exist, and the token may not create it)',
-      };
-      p = new Park<DsParkReason>(this.o.clock, this.notifier, (r, prev) => this.o.hooks.onParkChange({ ds }, r, prev, r ? why[r] : null));
-      this.dsParks.set(ds, p);
-    }
-    return p;
+    return this.learned.capFor();
   }
 
   /** Parked Data Sources and why. */
   parkedDataSources(): Map<string, DsParkReason> {
-    const out = new Map<string, DsParkReason>();
-    for (const [ds, p] of this.dsParks) if (p.reason) out.set(ds, p.reason);
-    return out;
-  }
-
-  /** Was the token accepted for another Data Source lately, and not refused there since? */
-  private tokenWorksElsewhere(ds: string): boolean {
-    const now = this.o.clock.now();
-    for (const [other, t] of this.tokenSeen) {
-      if (other !== ds && now - t.acceptedAt <= TOKEN_PROOF_WINDOW_MS && t.refusedAt < t.acceptedAt) return true;
-    }
-    return false;
-  }
-
-  /** Was the token refused for this Data Source since it was last accepted there? */
-  private refused(ds: string): boolean {
-    const t = this.tokenSeen.get(ds);
-    return t !== undefined && t.refusedAt > t.acceptedAt;
-  }
-
-  private noteToken(ds: string, accepted: boolean): void {
-    const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedAt: -Infinity };
-    if (accepted) t.acceptedAt = this.o.clock.now();
-    else t.refusedAt = this.o.clock.now();
-    this.tokenSeen.set(ds, t);
+    return this.refusals.parked();
   }
 
   /** SIGHUP / token file change: probe parked budgets and Data Sources now. */
   wake(): void {
     this.budgetPark.wake();
-    for (const p of this.dsParks.values()) p.wake();
+    this.refusals.wake();
   }
 
-  /**
-   * An operator moved batches of a Data Source away (`spoolship queue
-   * dead-letter` releases its park): with none of its batches left waiting
-   * here the park ends, since the batch it was about is gone; otherwise the
-   * next one probes now (one request, not every waiting batch at once).
-   */
+  /** An operator moved batches of a Data Source away (`spoolship queue dead-letter`): DataSourceRefusals.operatorMoved. */
   operatorMoved(ds: string): void {
-    const park = this.dsParks.get(ds);
-    if (!park?.parked) return;
-    if ([...this.active.values()].some((c) => c.root.ds === ds)) park.wake();
-    else park.unpark();
+    this.refusals.operatorMoved(ds, this.deliveries.hasDataSource(ds));
   }
 
-  /**
-   * Milliseconds until a batch of `ds` may be sent as far as its own park
-   * goes: 0 when the Data Source is not parked or its probe is due.
-   */
+  /** Milliseconds until a batch of `ds` may be sent as far as its own park goes (0: not parked, or its probe is due). */
   dsWaitMs(ds: string): number {
-    return this.dsParks.get(ds)?.probeWaitMs() ?? 0;
+    return this.refusals.waitMs(ds);
   }
 
   /** Aborted at the next change of a park, a pause or a delivery (take it before looking at the parks). */
@@ -407,9 +98,9 @@ export class Sender implements LongLived {
    */
   async close(): Promise<void> {
     this.stopping = true;
-    for (const ctx of this.active.values()) ctx.ac.abort();
+    for (const ctx of this.deliveries.all()) ctx.ac.abort();
     this.notifier.notify();
-    while (this.active.size > 0) await this.notifier.wait(this.o.clock, PARK_PROBE_INTERVAL_MS);
+    while (this.deliveries.size > 0) await this.notifier.wait(this.o.clock, PARK_PROBE_INTERVAL_MS);
   }
 
   /** As close(), and the requests on the wire are cut: their batches' outcome is unknown, and they are sent again. */
@@ -420,82 +111,41 @@ export class Sender implements LongLived {
 
   /** The batches being delivered now, oldest first. */
   held(): HeldBatch[] {
-    return [...this.active.values()].map((ctx) => ({
-      root: ctx.root,
-      parked: this.budgetPark.parked || this.dsParks.get(ctx.root.ds)?.parked === true,
-      since: ctx.since,
-      history: this.historyOf(ctx.root.id),
-    }));
+    return this.deliveries.held((ds) => this.budgetPark.parked || this.refusals.find(ds)?.parked === true);
   }
 
   /** Attempts and last answer of a batch (also of one waiting in the disk queue since). */
   history(id: number): BatchHistory | null {
-    return this.histories.get(id) ?? null;
+    return this.deliveries.history(id);
   }
 
-  /**
-   * The batch is gone for good without a delivery of its own ending 'done'
-   * (cut into queued pieces, moved by an operator, its queue record
-   * damaged): its history goes too. Each such id stayed in the map for the
-   * life of the process.
-   */
+  /** The batch is gone for good without a delivery of its own ending 'done' (Deliveries.forget). */
   forget(id: number): void {
-    this.histories.delete(id);
+    this.deliveries.forget(id);
   }
 
-  /**
-   * `spoolship queue dead-letter`: the batch being delivered stops waiting;
-   * what of it is not yet acknowledged goes to the dead-letter store (reason
-   * `operator`), and its delivery ends 'done'. A request on the wire is
-   * answered first (its lines may be acknowledged after all). Resolves with
-   * the lines moved, or null when the batch is not being delivered; 'aborted'
-   * when the sender stopped first (nothing more moved).
-   */
+  /** `spoolship queue dead-letter`: what of the batch is not yet acknowledged goes to the dead-letter store (Deliveries.release). */
   release(id: number): { wait: () => Promise<number | 'aborted'> } | null {
-    const ctx = this.active.get(id);
-    if (!ctx) return null;
-    ctx.released = true;
-    ctx.ac.abort();
-    this.notifier.notify();
-    return {
-      wait: async () => {
-        while (ctx.result === null) await this.notifier.wait(this.o.clock, 60_000);
-        return ctx.result === 'done' ? ctx.releasedLines : 'aborted';
-      },
-    };
+    return this.deliveries.release(id);
   }
 
-  private historyOf(id: number): BatchHistory {
-    let h = this.histories.get(id);
-    if (!h) {
-      h = { attempts: 0, lastStatus: null, lastError: null };
-      this.histories.set(id, h);
-    }
-    return h;
-  }
-
-  /**
-   * The longest of the last ANSWER_WINDOW answer times (ms; 0 before any): a
-   * graceful stop starts no request this close to the moment it stops
-   * waiting for answers (agent/stop.ts), since cutting it then would make
-   * its outcome unknown and its batch a duplicate at the next start.
-   */
+  /** The longest of the last answer times (ms; 0 before any): InFlightBound.longestRecentAnswerMs. */
   get longestRecentAnswerMs(): number {
-    return this.answerTimes.length === 0 ? 0 : Math.max(...this.answerTimes);
+    return this.inFlight.longestRecentAnswerMs;
   }
 
   get requestsInFlight(): number {
-    return this.inFlight.inUse;
+    return this.inFlight.requestsInFlight;
   }
 
   /** Requests waiting for room under max_in_flight_bytes: while there are any, the bytes bind, not the number of requests. */
   get waitingForBytes(): number {
-    return this.inFlightBytes.waiting;
+    return this.inFlight.waitingForBytes;
   }
 
   /** Requests allowed in flight now (max_in_flight, or where auto stands; 1 from a 413 until a success). */
   get concurrencyLimit(): number {
-    return this.narrowed ? 1 : this.concurrency.limit;
+    return this.inFlight.concurrencyLimit;
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
@@ -506,17 +156,18 @@ export class Sender implements LongLived {
       this.notifier.notify();
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
-    this.active.set(root.id, ctx);
+    this.deliveries.start(ctx);
     let result: DeliveryResult = 'aborted';
     try {
       for (;;) {
         const r = await this.resolveAll(ctx);
-        this.endBisection(ctx, r);
+        const end = endEpisode(ctx, r);
+        if (end) this.o.hooks.onBisection?.(end);
         if (r !== 'request_level') {
           // The probe batch of a parked Data Source resolved: the name is fine
           // (not so for a batch an operator released: it proved nothing).
-          if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.dsPark(root.ds).unpark();
-          if (r === 'done') this.histories.delete(root.id);
+          if (r === 'done' && ctx.holdsDsProbe && !ctx.released) this.refusals.park(root.ds).unpark();
+          if (r === 'done') this.deliveries.forget(root.id);
           result = r;
           return r;
         }
@@ -524,7 +175,7 @@ export class Sender implements LongLived {
         // its quarters were rejected (or the probe budget ran out): the request
         // itself is bad (the Data Source name, the token's scope). Park the
         // Data Source, keep the data; a waiting batch probes every 60 s.
-        this.dsPark(root.ds).park('bad_request');
+        this.refusals.park(root.ds).park('bad_request');
         this.releaseDsProbe(ctx);
         Object.assign(ctx, { ...newCtx(root, opts, ctx.since), unknownOutcome: ctx.unknownOutcome, ac: ctx.ac, released: ctx.released, releasedLines: ctx.releasedLines });
         if (opts.canDefer?.() && !ctx.released) return (result = 'deferred');
@@ -533,30 +184,23 @@ export class Sender implements LongLived {
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
       this.releaseDsProbe(ctx);
-      this.active.delete(root.id);
+      this.deliveries.end(ctx);
       ctx.result = result;
       // A release waits for this delivery to end.
       this.notifier.notify();
     }
   }
 
-  /** One event at the end of a 400 episode, with its totals (the requests in between log nothing). */
-  private endBisection(ctx: Ctx, outcome: DeliveryResult | 'request_level'): void {
-    if (!ctx.bisecting) return;
-    const { root } = ctx;
-    this.o.hooks.onBisection?.({ phase: 'end', batchId: root.id, ds: root.ds, outcome, requests: ctx.probes + 1, linesAcked: ctx.linesAcked, linesDeadLettered: ctx.linesDeadLettered });
-  }
-
   /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it. */
-  private async deadLetter(ctx: Ctx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
+  private async deadLetter(ctx: DeliveryCtx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
     await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
     ctx.linesDeadLettered += part.lines;
   }
 
-  private releaseDsProbe(ctx: Ctx): void {
+  private releaseDsProbe(ctx: DeliveryCtx): void {
     if (!ctx.holdsDsProbe) return;
     ctx.holdsDsProbe = false;
-    this.dsParks.get(ctx.root.ds)?.releaseProbe();
+    this.refusals.find(ctx.root.ds)?.releaseProbe();
   }
 
   /**
@@ -565,16 +209,16 @@ export class Sender implements LongLived {
    * nothing is accepted, pieces from quarters with no rejected line yet go
    * first, so a request-level problem shows in O(log n) requests.
    */
-  private async resolveAll(ctx: Ctx): Promise<DeliveryResult | 'request_level'> {
+  private async resolveAll(ctx: DeliveryCtx): Promise<DeliveryResult | 'request_level'> {
     const { root } = ctx;
     const whole: Part = { ds: root.ds, body: root.body, encoding: root.encoding, rawLen: root.rawLen, lines: root.lines, lineStart: 0 };
     const work: Part[] = [whole];
     while (work.length > 0) {
-      const part = this.nextPart(work, ctx);
-      if (this.overLearned(part, ctx)) {
+      const part = nextPart(work, ctx);
+      if (this.learned.overLearned(part, ctx)) {
         // Formed before the limit was learned and never sent: cut it now
         // instead of collecting one more 413.
-        work.push(...(await this.split(part, await this.raw(part))).reverse());
+        work.push(...(await split(part, await rawOf(part), this.o.codec)).reverse());
         continue;
       }
       const v = ctx.released ? 'released' : await this.sendUntilFinal(part, ctx, part === whole);
@@ -586,7 +230,7 @@ export class Sender implements LongLived {
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
         for (const p of [part, ...work.splice(0)]) {
-          await this.deadLetter(ctx, p, await this.raw(p), 'operator', this.historyOf(root.id).lastStatus);
+          await this.deadLetter(ctx, p, await rawOf(p), 'operator', this.deliveries.historyOf(root.id).lastStatus);
           ctx.releasedLines += p.lines;
         }
         break;
@@ -612,34 +256,18 @@ export class Sender implements LongLived {
    * batch is not a request-level problem: something of it was accepted) and
    * go to the dead-letter store; the caller keeps the other pieces.
    */
-  private async leaveUnresolved(ctx: Ctx, pieces: Part[]): Promise<void> {
+  private async leaveUnresolved(ctx: DeliveryCtx, pieces: Part[]): Promise<void> {
     for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.deadLetter(ctx, part, raw, 'rejected', 400);
     ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
-  /** The next piece: depth first, left to right; while nothing is accepted, a piece reaching an unexplored quarter first. */
-  private nextPart(work: Part[], ctx: Ctx): Part {
-    if (!ctx.accepted && ctx.rejectedQuarters.size > 0) {
-      let best = -1;
-      for (let i = work.length - 1; i >= 0; i--) {
-        const p = work[i]!;
-        const [first, last] = [quarterOf(ctx.root, p.lineStart), quarterOf(ctx.root, p.lineStart + p.lines - 1)];
-        let fresh = false;
-        for (let q = first; q <= last; q++) if (!ctx.rejectedQuarters.has(q)) fresh = true;
-        if (fresh && (best === -1 || p.lines < work[best]!.lines)) best = i;
-      }
-      if (best !== -1) return work.splice(best, 1)[0]!;
-    }
-    return work.pop()!;
-  }
-
   /** Carry out a final verdict on one piece; 'request_level' ends the delivery, null goes on. */
-  private async handle(part: Part, v: Final, ctx: Ctx, work: Part[]): Promise<'request_level' | null> {
+  private async handle(part: Part, v: Final, ctx: DeliveryCtx, work: Part[]): Promise<'request_level' | null> {
     const { hooks } = this.o;
     if (v.kind === 'ack') {
       ctx.accepted = true;
-      this.narrow(false);
-      if (ctx.holdsDsProbe) this.dsPark(part.ds).unpark();
+      this.inFlight.narrow(false);
+      if (ctx.holdsDsProbe) this.refusals.park(part.ds).unpark();
       if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
       const counts = judgeRowCounts(v.rows, part.lines);
       if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
@@ -648,67 +276,39 @@ export class Sender implements LongLived {
       return null;
     }
     if (v.kind === 'dead_letter') {
-      await this.deadLetter(ctx, part, await this.raw(part), v.reason, v.status);
+      await this.deadLetter(ctx, part, await rawOf(part), v.reason, v.status);
       return null;
     }
-    const raw = await this.raw(part);
+    const raw = await rawOf(part);
     if (v.reason === '413') {
       if (part.lines <= 1) {
         await this.deadLetter(ctx, part, raw, 'line_too_long', v.status);
         return null;
       }
       hooks.onRetry('413', part.ds);
-      this.lowerLearned(part.rawLen);
+      this.learned.lower(part.rawLen);
     } else {
-      if (part.lines <= 1) {
-        ctx.rejectedQuarters.add(quarterOf(ctx.root, part.lineStart));
-        ctx.pendingRejects.push({ part, raw });
-        return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
-      }
+      if (part.lines <= 1) return rejectLine(ctx, part, raw);
       hooks.onRetry('400', part.ds);
-      if (!ctx.bisecting) hooks.onBisection?.({ phase: 'start', batchId: ctx.root.id, ds: part.ds, lines: ctx.root.lines, rawBytes: ctx.root.rawLen });
-      ctx.bisecting = true;
+      const start = startEpisode(ctx, part);
+      if (start) hooks.onBisection?.(start);
       if (!ctx.accepted && ctx.probes >= (this.o.probeBudget ?? PROBE_BUDGET)) return 'request_level';
     }
     // Right half below the left one: the left is sent first.
-    const [a, b] = await this.split(part, raw);
+    const [a, b] = await split(part, raw, this.o.codec);
     work.push(b, a);
     return null;
   }
 
-  /** One request at a time from a 413 until a success; spoolship_in_flight_limit shows it. */
-  private narrow(on: boolean): void {
-    if (this.narrowed === on) return;
-    this.narrowed = on;
-    this.o.hooks.onInFlightLimit?.(on ? 1 : this.concurrency.limit);
-  }
-
-  /**
-   * The piece is larger than the learned limit and may still be cut: none of
-   * its batch's attempts has an unknown outcome, so nothing of it can have
-   * been stored and a retry need not be byte-identical.
-   */
-  private overLearned(part: Part, ctx: Ctx): boolean {
-    return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
-  }
-
-  /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
-  private lowerLearned(rejectedRawLen: number): void {
-    const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
-    this.learned = { bytes, since: this.o.clock.now() };
-    this.narrow(true);
-    this.o.hooks.onLearnedLimit?.(bytes);
-  }
-
   /** Send the same bytes until the answer is not a retry (or the agent stops, or the batch is deferred). */
-  private async sendUntilFinal(part: Part, ctx: Ctx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
+  private async sendUntilFinal(part: Part, ctx: DeliveryCtx, mayDefer = false): Promise<Final | 'aborted' | 'deferred' | 'released' | 'over_learned'> {
     let attempt = 0;
     let afterGoaway = false;
     const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
-      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.dsParks.get(part.ds)?.parked))) return 'deferred';
-      const probe = await this.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
+      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked))) return 'deferred';
+      const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
       const outcome = await this.request(part, probe, ctx);
@@ -719,7 +319,7 @@ export class Sender implements LongLived {
         continue;
       }
       if (ctx.bisecting) ctx.probes++;
-      let v = classify(outcome, {
+      const v = this.learned.judge413(classify(outcome, {
         attempt,
         afterGoaway,
         http2: this.o.http2,
@@ -727,26 +327,17 @@ export class Sender implements LongLived {
         now: this.o.clock.now(),
         backoff: this.o.backoff,
         random: this.o.random,
-      });
-      // A 413 for a body far below any limit the Events API has (10 MB, 100 MB
-      // on paid plans): something in between limits bodies. Cutting on it
-      // took the learned limit to 1 KB and dead-lettered good lines as
-      // line_too_long; park with the reason instead, the data kept.
-      if (v.kind === 'split' && v.reason === '413' && part.rawLen < (this.o.small413Bytes ?? SMALL_413_BYTES)) {
-        v = { kind: 'park', reason: 'unexpected_response', detail: `HTTP 413 for a request of ${part.rawLen} bytes, far below the Events API's 10 MB: a proxy or gateway in between limits request bodies` };
-      }
-      const h = this.historyOf(ctx.root.id);
+      }), part.rawLen);
+      const h = this.deliveries.historyOf(ctx.root.id);
       h.attempts++;
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
       h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
-      if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.noteToken(part.ds, true);
+      if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.refusals.accepted(part.ds);
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
-        const elsewhere = this.tokenWorksElsewhere(part.ds);
-        this.noteToken(part.ds, false);
-        if (elsewhere) {
+        if (this.refusals.on403(part.ds) === 'datasource') {
           // The token is fine: this Data Source is refused. Park it alone.
           if (probe) this.budgetPark.probeDone(true);
-          this.dsPark(part.ds).park('datasource_rejected');
+          this.refusals.park(part.ds).park('datasource_rejected');
           this.releaseDsProbe(ctx);
           if (defer()) return 'deferred';
           continue;
@@ -754,7 +345,7 @@ export class Sender implements LongLived {
         // Nothing proves the token yet (a new directory answered first): the
         // budget parks below, but one batch of a Data Source not refused
         // probes at once; its success parks this one alone, at its next try.
-        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refused(ds));
+        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
       // A request already under way when the budget parked was acknowledged:
@@ -774,61 +365,10 @@ export class Sender implements LongLived {
       afterGoaway = v.reason === 'goaway';
       attempt++;
       const until = this.o.clock.now() + v.afterMs;
-      // Retry-After pauses the whole budget (every Data Source), also when
-      // this batch now moves to the disk queue: the queue's replay must not
-      // resend it before the server said.
-      if (v.pauseBudget && until > this.pausedUntil) {
-        this.pausedUntil = until;
-        // With a shared budget, every agent of it waits too.
-        this.o.limiter.pause(v.afterMs);
-      }
+      if (v.pauseBudget) this.clearance.pause(until, v.afterMs);
       if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
-      await this.sleepUntil(until, ctx);
+      await this.clearance.sleepUntil(until, ctx);
       if (this.stopping) return 'aborted';
-    }
-  }
-
-  /**
-   * Wait for parks and the Retry-After pause; true when this request is the
-   * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
-   * its probe not due: the caller keeps the batch (it stays queued).
-   */
-  private async waitUntilClear(ds: string, ctx: Ctx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
-    for (;;) {
-      if (ctx.ac.signal.aborted) return 'aborted';
-      const dsPark = this.dsParks.get(ds);
-      if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
-        // The caller has other batches to send meanwhile: probe if due, else leave.
-        if (!dsPark.tryProbe()) return 'left';
-        ctx.holdsDsProbe = true;
-        continue;
-      }
-      if (dsPark?.parked && !ctx.holdsDsProbe) {
-        // Every waiting batch of a parked Data Source may be its probe (every
-        // 60 s, at once on wake): a batch replayed from the disk queue too.
-        const mine = await dsPark.pass(ctx.ac.signal);
-        if (mine) ctx.holdsDsProbe = true;
-        continue;
-      }
-      const probe = await this.budgetPark.pass(ctx.ac.signal, ds);
-      if (ctx.ac.signal.aborted) {
-        if (probe) this.budgetPark.probeDone(false);
-        return 'aborted';
-      }
-      if (this.o.clock.now() < this.pausedUntil) {
-        if (probe) this.budgetPark.probeDone(false);
-        await this.sleepUntil(this.pausedUntil, ctx);
-        continue;
-      }
-      return probe;
-    }
-  }
-
-  private async sleepUntil(t: number, ctx: Ctx): Promise<void> {
-    while (!ctx.ac.signal.aborted) {
-      const ms = t - this.o.clock.now();
-      if (ms <= 0) return;
-      await this.notifier.wait(this.o.clock, ms);
     }
   }
 
@@ -837,97 +377,15 @@ export class Sender implements LongLived {
    * while this one waited for its slot; 'over_learned' when a 413 lowered the
    * learned limit below this piece meanwhile (the caller cuts it).
    */
-  private async request(part: Part, isProbe: boolean, ctx: Ctx): Promise<SendOutcome | null | 'over_learned'> {
-    await this.inFlight.acquire();
-    const narrow = this.narrowed;
-    if (narrow) await this.single.acquire();
-    if (!isProbe && this.overLearned(part, ctx)) {
-      if (narrow) this.single.release();
-      this.inFlight.release();
-      return 'over_learned';
-    }
-    const bytes = part.body.length;
-    this.observeBody(bytes);
-    await this.inFlightBytes.acquire(bytes);
-    this.o.hooks.onInFlightBytes?.(this.inFlightBytes.inUse);
-    // Counted once past the byte budget: a limit that only waits on bytes is
-    // not reached and does not grow (memory binds, not concurrency). Waiting
-    // for the rate budget counts: with a shared budget each agent's share of
-    // slots follows its concurrency, so every agent grows alike.
-    this.holding++;
-    this.concurrency.onStart(this.holding);
-    try {
-      await this.slotQueue.acquire();
-      try {
-        await this.o.limiter.acquire();
-      } finally {
-        this.slotQueue.release();
-      }
-      if (ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe)) return null;
+  private request(part: Part, isProbe: boolean, ctx: DeliveryCtx): Promise<SendOutcome | null | 'over_learned'> {
+    const cutFirst = () => !isProbe && this.learned.overLearned(part, ctx);
+    const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe));
+    return this.inFlight.run(part.body.length, cutFirst, mayGo, async () => {
       const started = performance.now();
-      const startedAt = this.o.clock.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding, this.cut.signal);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);
-      const answerMs = this.o.clock.now() - startedAt;
-      this.concurrency.onAnswer(answerMs, answerKind(outcome));
-      this.answerTimes.push(answerMs);
-      if (this.answerTimes.length > ANSWER_WINDOW) this.answerTimes.shift();
       return outcome;
-    } finally {
-      this.holding--;
-      this.inFlightBytes.release(bytes);
-      this.o.hooks.onInFlightBytes?.(this.inFlightBytes.inUse);
-      if (narrow) this.single.release();
-      this.inFlight.release();
-    }
+    });
   }
-
-  private async raw(part: Part): Promise<Buffer> {
-    const bytes = await bodyBytes(part.body);
-    return part.encoding ? decodeBody(part.encoding, bytes) : bytes;
-  }
-
-  /** Halves at the line boundary nearest the middle. */
-  private async split(part: Part, raw: Buffer): Promise<[Part, Part]> {
-    const mid = raw.length >> 1;
-    let cut = raw.lastIndexOf(10, mid - 1) + 1;
-    if (cut <= 0 || cut >= raw.length) cut = raw.indexOf(10, mid) + 1;
-    const left = raw.subarray(0, cut);
-    const right = raw.subarray(cut);
-    const leftLines = countLines(left);
-    const [lb, rb] = await Promise.all([this.o.codec.compress(left), this.o.codec.compress(right)]);
-    const encoding = this.o.codec.contentEncoding;
-    return [
-      { ds: part.ds, body: lb, encoding, rawLen: left.length, lines: leftLines, lineStart: part.lineStart },
-      { ds: part.ds, body: rb, encoding, rawLen: right.length, lines: part.lines - leftLines, lineStart: part.lineStart + leftLines },
-    ];
-  }
-}
-
-/** What an answer says about congestion: 429, 503 and timeouts halve the concurrency. */
-function answerKind(outcome: SendOutcome): AnswerKind {
-  if (outcome.kind === 'error') return outcome.timeout ? 'congested' : 'other';
-  if (outcome.status === 429 || outcome.status === 503) return 'congested';
-  return outcome.status >= 200 && outcome.status < 300 ? 'ok' : 'other';
-}
-
-function newCtx(root: RootBatch, opts: DeliverOptions, since: number): Ctx {
-  const ac = new AbortController();
-  setMaxListeners(0, ac.signal);
-  return { root, opts, bisecting: false, probes: 0, linesAcked: 0, linesDeadLettered: 0, accepted: false, rejectedQuarters: new Set(), pendingRejects: [], holdsDsProbe: false, unknownOutcome: false, ac, released: false, releasedLines: 0, result: null, since };
-}
-
-function quarterOf(root: RootBatch, line: number): number {
-  return Math.min(3, Math.floor((line * 4) / Math.max(1, root.lines)));
-}
-
-export function countLines(buf: Buffer): number {
-  let n = 0;
-  let pos = buf.indexOf(10);
-  while (pos !== -1) {
-    n++;
-    pos = buf.indexOf(10, pos + 1);
-  }
-  return n;
 }

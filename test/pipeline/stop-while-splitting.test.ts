@@ -47,8 +47,8 @@ async function fixture(prefix: string, faults: Fault[]) {
     await agent.stop();
     expect(stored().length).toBeLessThan(good.length);
     // The cut batch is gone for good: the sender keeps no history of it (each such id used to stay for the process's life).
-    const sender = (agent.agent as unknown as { sender: { histories: Map<number, unknown> } }).sender;
-    expect([...sender.histories.keys()], 'histories left after the pieces were queued').toEqual([]);
+    const sender = (agent.agent as unknown as { sender: { deliveries: { histories: Map<number, unknown> } } }).sender;
+    expect([...sender.deliveries.histories.keys()], 'histories left after the pieces were queued').toEqual([]);
     // The pieces are queued; their batch's attempts and last answer (a 200 of another piece) are not theirs.
     const queued = (await readQueueRecords(path.join(dir, 'state', 'queue'))).map((r) => r.header!);
     expect(queued.length).toBeGreaterThan(0);

@@ -1,0 +1,81 @@
+// What a request waits for before it takes its turn in flight: its Data
+// Source's park (ds-refusals.ts), the budget's park (park.ts), and the pause
+// a Retry-After put on the whole budget. Every wait ends early when the
+// delivery is aborted (the sender stops, or an operator released the batch).
+import type { Clock } from '../util/clock.js';
+import type { DataSourceRefusals } from './ds-refusals.js';
+import type { RateLimiter } from './limiter.js';
+import type { Notifier } from './notifier.js';
+import type { Park } from './park.js';
+import type { BudgetParkReason } from './retry-policy.js';
+import type { DeliveryCtx } from './types.js';
+
+export class Clearance {
+  /** No request of the budget starts before this (clock ms): the latest Retry-After. */
+  private pausedUntil = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly notifier: Notifier,
+    private readonly limiter: RateLimiter,
+    private readonly budgetPark: Park<BudgetParkReason>,
+    private readonly refusals: DataSourceRefusals,
+  ) {}
+
+  /**
+   * Retry-After pauses the whole budget (every Data Source) until `until`,
+   * also when the batch that got it moves to the disk queue: the queue's
+   * replay must not resend it before the server said.
+   */
+  pause(until: number, afterMs: number): void {
+    if (until <= this.pausedUntil) return;
+    this.pausedUntil = until;
+    // With a shared budget, every agent of it waits too.
+    this.limiter.pause(afterMs);
+  }
+
+  /**
+   * Wait for parks and the Retry-After pause; true when this request is the
+   * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
+   * its probe not due: the caller keeps the batch (it stays queued).
+   */
+  async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
+    for (;;) {
+      if (ctx.ac.signal.aborted) return 'aborted';
+      const dsPark = this.refusals.find(ds);
+      if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
+        // The caller has other batches to send meanwhile: probe if due, else leave.
+        if (!dsPark.tryProbe()) return 'left';
+        ctx.holdsDsProbe = true;
+        continue;
+      }
+      if (dsPark?.parked && !ctx.holdsDsProbe) {
+        // Every waiting batch of a parked Data Source may be its probe (every
+        // 60 s, at once on wake): a batch replayed from the disk queue too.
+        const mine = await dsPark.pass(ctx.ac.signal);
+        if (mine) ctx.holdsDsProbe = true;
+        continue;
+      }
+      const probe = await this.budgetPark.pass(ctx.ac.signal, ds);
+      if (ctx.ac.signal.aborted) {
+        if (probe) this.budgetPark.probeDone(false);
+        return 'aborted';
+      }
+      if (this.clock.now() < this.pausedUntil) {
+        if (probe) this.budgetPark.probeDone(false);
+        await this.sleepUntil(this.pausedUntil, ctx);
+        continue;
+      }
+      return probe;
+    }
+  }
+
+  /** Until clock time `t`, or until the delivery is aborted. */
+  async sleepUntil(t: number, ctx: DeliveryCtx): Promise<void> {
+    while (!ctx.ac.signal.aborted) {
+      const ms = t - this.clock.now();
+      if (ms <= 0) return;
+      await this.notifier.wait(this.clock, ms);
+    }
+  }
+}

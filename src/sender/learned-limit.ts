@@ -1,0 +1,87 @@
+// The 413 learned limit (README "How each server answer is handled"). A 413
+// means nothing of the body was stored: from then on every batch of the
+// budget is cut to at most half the rejected size, never below
+// MIN_LEARNED_BYTES, and sent one request at a time until a success (the
+// sender narrows its in-flight bound: onLower). Without another 413 the limit
+// grows back 10 % per 5 minutes until it reaches max_bytes and is forgotten.
+// One limit for the whole budget: the platform's plan limit is not per Data
+// Source.
+//
+// A piece over the limit is cut before it is sent only while nothing of it
+// can have been stored (docs/guarantees.md rule 3: a retry sends exactly the
+// same bytes as the first attempt).
+import type { Clock } from '../util/clock.js';
+import type { Verdict } from './retry-policy.js';
+import type { DeliveryCtx, Part } from './types.js';
+
+/** After a 413 the learned size limit grows back by 10 % per 5 minutes without another 413. */
+export const LEARNED_GROWTH = 1.1;
+export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
+export const MIN_LEARNED_BYTES = 1024;
+/**
+ * A 413 for a body smaller than this is not the Events API's (it takes
+ * 10 MB, 100 MB on paid plans): the budget parks unexpected_response
+ * instead of cutting (judge413).
+ */
+export const SMALL_413_BYTES = 64 * 1024;
+
+export interface LearnedLimitOptions {
+  clock: Clock;
+  /** batch.max_bytes: the limit when none is learned, and the most it grows back to. */
+  maxBytes: number;
+  /** A 413 for a body smaller than this is not the API's (SMALL_413_BYTES when absent). */
+  small413Bytes?: number;
+  /** A 413 lowered the limit: one request at a time until a success. */
+  onLower: () => void;
+  /** The learned limit changed (max_bytes when none is learned). */
+  onChange: (bytes: number) => void;
+}
+
+export class LearnedLimit {
+  private learned: { bytes: number; since: number } | null = null;
+
+  constructor(private readonly o: LearnedLimitOptions) {}
+
+  /**
+   * Size cap for new batches: max_bytes, or lower after a 413; it grows back
+   * 10 % per 5 minutes without a 413.
+   */
+  capFor(): number {
+    const l = this.learned;
+    if (!l) return this.o.maxBytes;
+    const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
+    const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
+    if (bytes < this.o.maxBytes) return bytes;
+    this.learned = null;
+    this.o.onChange(this.o.maxBytes);
+    return this.o.maxBytes;
+  }
+
+  /**
+   * The piece is larger than the learned limit and may still be cut: none of
+   * its batch's attempts has an unknown outcome, so nothing of it can have
+   * been stored and a retry need not be byte-identical.
+   */
+  overLearned(part: Pick<Part, 'lines' | 'rawLen'>, ctx: Pick<DeliveryCtx, 'opts' | 'unknownOutcome'>): boolean {
+    return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
+  }
+
+  /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
+  lower(rejectedRawLen: number): void {
+    const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
+    this.learned = { bytes, since: this.o.clock.now() };
+    this.o.onLower();
+    this.o.onChange(bytes);
+  }
+
+  /**
+   * A 413 for a body far below any limit the Events API has (10 MB, 100 MB
+   * on paid plans): something in between limits bodies. Cutting on it
+   * took the learned limit to 1 KB and dead-lettered good lines as
+   * line_too_long; park with the reason instead, the data kept.
+   */
+  judge413(v: Verdict, rawLen: number): Verdict {
+    if (v.kind !== 'split' || v.reason !== '413' || rawLen >= (this.o.small413Bytes ?? SMALL_413_BYTES)) return v;
+    return { kind: 'park', reason: 'unexpected_response', detail: `HTTP 413 for a request of ${rawLen} bytes, far below the Events API's 10 MB: a proxy or gateway in between limits request bodies` };
+  }
+}
