@@ -10,7 +10,7 @@ const SELECTOR_FIELDS = ['kind', 'p', 'every', 'datasource'];
 
 /** Extra fields allowed per kind; `true` = required. */
 const KIND_FIELDS: Record<Fault['kind'], Record<string, boolean>> = {
-  status: { status: true, retry_after: false },
+  status: { status: true, retry_after: false, location: false },
   partial: { status: false },
   reset: {},
   reset_after_insert: {},
@@ -89,6 +89,7 @@ function checkKindFields(kind: Fault['kind'], obj: Record<string, unknown>, fail
     case 'status':
       if (!isInt(obj.status, 100) || (obj.status as number) > 599) fail('"status" must be an HTTP status 100-599');
       if (obj.retry_after !== undefined && !isInt(obj.retry_after, 0)) fail('"retry_after" must be an integer number of seconds >= 0');
+      if (obj.location !== undefined && typeof obj.location !== 'string') fail('"location" must be a string (the Location header of a 3xx)');
       break;
     case 'partial':
       if (obj.status !== undefined && obj.status !== 500 && obj.status !== 422) fail('"status" of a partial insert must be 500 or 422');

@@ -10,7 +10,7 @@ export interface FaultSelector {
 }
 
 export type FaultKind =
-  | { kind: 'status'; status: number; retry_after?: number }
+  | { kind: 'status'; status: number; retry_after?: number; location?: string }
   | { kind: 'partial'; status: 500 | 422 }
   | { kind: 'reset' }
   | { kind: 'reset_after_insert' }

@@ -120,8 +120,9 @@ export class EventsClient implements LongLived {
   async post(ds: string, body: Body, contentEncoding: string | null, cut?: AbortSignal): Promise<SendOutcome> {
     const pool = await this.pool();
     const query = `name=${encodeURIComponent(ds)}&wait=${this.opts.wait ? 'true' : 'false'}`;
+    const token = this.opts.token();
     const headers: Record<string, string> = {
-      authorization: `Bearer ${this.opts.token()}`,
+      authorization: `Bearer ${token}`,
       'content-type': 'application/x-ndjson',
     };
     if (contentEncoding) headers['content-encoding'] = contentEncoding;
@@ -143,9 +144,9 @@ export class EventsClient implements LongLived {
         status: res.statusCode,
         retryAfter: h('retry-after'),
         rateLimitReset: h('x-ratelimit-reset'),
-        location: h('location'),
+        location: withoutToken(h('location'), token),
         contentType: h('content-type'),
-        body: text,
+        body: withoutToken(text, token) ?? '',
         bodyTruncated: truncated,
       };
     } catch (err) {
@@ -174,6 +175,19 @@ export class EventsClient implements LongLived {
 
 function isDestroyed(d: Dispatcher): boolean {
   return (d as Dispatcher & { destroyed?: boolean }).destroyed === true;
+}
+
+/**
+ * An answer's words with the token taken out: a hostile or broken server may
+ * echo it (a Location to another host carrying it, an error body quoting the
+ * Authorization header), and the Location and the body go to the log and to
+ * `status`. As sent and percent-encoded.
+ */
+export function withoutToken<T extends string | null>(text: T, token: string): T {
+  if (text === null || token.length < 6) return text;
+  let out: string = text;
+  for (const form of new Set([token, encodeURIComponent(token)])) out = out.split(form).join('***');
+  return out as T;
 }
 
 /** A network failure as a value, keeping its cause (ECONNREFUSED, a certificate error by name, DNS). */

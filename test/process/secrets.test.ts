@@ -92,6 +92,12 @@ describe('secrets (process)', () => {
     agent.child.kill('SIGHUP');
     await waitFor(() => agent.logs.some((l) => l.event === 'reload_unchanged'), 'the reload');
     await delivered('every line after the reload');
+    // A 3xx whose Location echoes the token (a hostile or broken server): never
+    // followed, parked, the Location logged without the token.
+    t.emu.setFaults([{ kind: 'status', status: 302, location: `https://elsewhere.example/v0/events?name=ev&token=${TOKEN}`, p: 1 }]);
+    await write(10);
+    await waitFor(async () => ((await getJson(`${admin}/readyz`)).body as { reasons?: string[] }).reasons?.includes('unexpected_response'), 'the 3xx park');
+    expect(agent.logs.some((l) => JSON.stringify(l).includes('elsewhere.example')), 'the Location is logged').toBe(true);
     const status = JSON.stringify((await getJson(`${admin}/status`)).body);
     const metrics = String((await getJson(`${admin}/metrics`)).body);
     // A fatal error: the state_dir's lock removed.
@@ -99,6 +105,7 @@ describe('secrets (process)', () => {
     expect((await agent.exited).code).toBe(1);
     const events = new Set(agent.logs.map((l) => l.event));
     for (const e of ['started', 'retrying', 'token_changed', 'parked', 'reload_requested', 'reload_unchanged', 'state_dir_lost']) expect(events, `the ${e} path was taken`).toContain(e);
+    expect(agent.logs.filter((l) => l.event === 'parked').map((l) => l.reason)).toContain('unexpected_response');
     const found = [
       ...leaks('stdout', agent.stdout),
       ...leaks('stderr', agent.stderr),

@@ -68,7 +68,9 @@ export function createEventsApi(deps: EventsApiDeps): EventsApi {
     const { action, markers } = deps.faults.pick(name);
     switch (action?.kind) {
       case 'status': {
-        const headers = action.retry_after === undefined ? undefined : { 'retry-after': String(action.retry_after) };
+        const headers: Record<string, string> = {};
+        if (action.retry_after !== undefined) headers['retry-after'] = String(action.retry_after);
+        if (action.location !== undefined) headers.location = action.location;
         return result(jsonError(action.status, `injected fault: HTTP ${action.status}; no data inserted`, headers));
       }
       case 'reset':
