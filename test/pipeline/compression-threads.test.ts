@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCodec, type Codec } from '../../src/codec/index.js';
-import { configFor, gauge, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, gauge, startAgent, startEmu, tempDir, waitForRows, writeLines } from './helpers.js';
 
 function countingCodec(target: number): { codec: Codec; most: () => number } {
   const real = createCodec('zstd', 3);
@@ -52,7 +52,7 @@ describe('compression.threads', () => {
       const { codec, most } = countingCodec(threads);
       const config = configFor(dir, emu, { batch: { max_bytes: 4000, linger_ms: 20 }, compression: { threads }, admin: { listen: '127.0.0.1:0' } });
       const { agent } = await startAgent(config, { codec });
-      await waitFor(() => rows(emu, dir, 'ev').length === lines.length, 'every line');
+      await waitForRows(emu, dir, 'ev', lines, 'every line');
       expect(most()).toBe(threads);
       expect(await gauge(agent, 'spoolship_compression_threads')).toBe(threads);
       const status = (await (await fetch(`${agent.adminUrl}/status`)).json()) as { agent: { compression: { threads: number; pool: number } } };

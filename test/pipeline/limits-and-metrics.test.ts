@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DEAD_LETTER_REASONS } from '../../src/deadletter/files.js';
 import { SPACING_MARGIN } from '../../src/sender/limiter.js';
 import { busiestWindow } from '../fleet/helpers.js';
-import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 function metricValues(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
   const out: Array<{ labels: Record<string, string>; value: number }> = [];
@@ -56,7 +56,7 @@ describe('limits and metrics', () => {
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000 }, admin: { listen: '127.0.0.1:0' } });
     const { agent, stop } = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length === 3000, 'all good rows');
+    await waitForRows(emu, dir, 'ev', good, 'all good rows');
     await waitFor(async () => {
       const t = await (await fetch(`${agent.adminUrl}/metrics`)).text();
       return metricValues(t, 'spoolship_lines_dead_lettered_total').reduce((a, m) => a + m.value, 0) === 2;
@@ -95,7 +95,7 @@ describe('limits and metrics', () => {
     };
     const size = Buffer.byteLength(`${lines.join('\n')}\n`);
     await waitFor(async () => (await behind()) === size, `${size} bytes behind while in flight`);
-    await waitFor(() => rows(emu, dir, 'ev').length === 300, 'rows');
+    await waitForRows(emu, dir, 'ev', lines, 'rows');
     await waitFor(async () => (await behind()) === 0, 'nothing behind once acknowledged');
     await stop();
   });
@@ -120,7 +120,7 @@ describe('limits and metrics', () => {
     expect(down.body).toEqual({ ready: false, reasons: ['token_rejected'] });
     await writeFile(tokenFile, `${emu.token}\n`);
     await waitFor(async () => (await readyz()).status === 200, '/readyz 200 again', 20_000);
-    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'rows after the fix');
+    await waitForRows(emu, dir, 'ev', lines, 'rows after the fix');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
@@ -132,7 +132,7 @@ describe('limits and metrics', () => {
     const lines = jsonLines('h', 0, 2000);
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const { agent, stop } = await startAgent(config);
-    await waitFor(() => new Set(rows(emu, dir, 'ev')).size === 2000, 'every line');
+    await waitForRows(emu, dir, 'ev', lines, 'every line', { duplicates: 'allow' });
     const text = await (await fetch(`${agent.adminUrl}/metrics`)).text();
     await stop();
     const reqs = emu.requests();
@@ -170,7 +170,7 @@ describe('batch growth under the rate limit', () => {
       await new Promise((r) => setTimeout(r, 10));
     }
     const writeMs = Date.now() - writeStart;
-    await waitFor(() => rows(emu, dir, 'ev').length === expected.length, 'all rows', 30_000);
+    await waitForRows(emu, dir, 'ev', expected, 'all rows', { timeoutMs: 30_000 });
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
     const sizes = emu.requests().map((r) => r.decodedBytes ?? 0);

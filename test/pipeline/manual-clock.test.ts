@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { CHECKPOINT_EVERY_MS } from '../../src/state/acker.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 /** Let the timers the clock just released run (they only start async work). */
 async function settle(): Promise<void> {
@@ -41,7 +41,7 @@ describe('the agent on a manual clock', () => {
     // The next tick after linger_ms closes it.
     clock.advance(100);
     // The emulator stores the rows before it records the request.
-    await waitFor(() => rows(emu, dir, 'ev').length === 10 && emu.requests().length > 0, 'the batch after linger_ms');
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the batch after linger_ms');
     expect(emu.requests()).toHaveLength(1);
 
     // The first checkpoint after journaling came at once; the next one only
@@ -64,7 +64,7 @@ describe('the agent on a manual clock', () => {
       return false;
     }, '5 more lines read');
     clock.advance(1100);
-    await waitFor(() => rows(emu, dir, 'ev').length === 15, 'the second batch');
+    await waitForRows(emu, dir, 'ev', [...jsonLines('a', 0, 10), ...jsonLines('b', 0, 5)], 'the second batch');
     await waitFor(async () => (await status(agent)).datasources[0]?.lines_acked === 15, 'its ack recorded');
     clock.advance(100);
     await settle();

@@ -3,7 +3,7 @@ import { appendFile, mkdir, readdir, readFile, rename, rm, stat, symlink, trunca
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectExactlyOnce, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 describe('rotation and file handling', () => {
   it('rename-and-create: the renamed file keeps its progress and its late writes; the new file is read from 0', async () => {
@@ -13,13 +13,13 @@ describe('rotation and file handling', () => {
     const a = jsonLines('a', 0, 1000);
     await writeLines(file, a);
     const { stop } = await startAgent(configFor(dir, emu));
-    await waitFor(() => rows(emu, dir, 'ev').length === 1000, 'first file');
+    await waitForRows(emu, dir, 'ev', a, 'first file');
     await rename(file, path.join(dir, 'spool', 'ev', 'app.1.ndjson'));
     const late = jsonLines('late', 0, 200);
     await writeLines(path.join(dir, 'spool', 'ev', 'app.1.ndjson'), late);
     const b = jsonLines('b', 0, 300);
     await writeLines(file, b);
-    await waitFor(() => rows(emu, dir, 'ev').length >= 1500, 'all rows');
+    await waitForRows(emu, dir, 'ev', [...a, ...late, ...b], 'all rows');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...late, ...b]);
   });
@@ -31,12 +31,12 @@ describe('rotation and file handling', () => {
     const a = jsonLines('a', 0, 100);
     await writeLines(file, a);
     const { stop } = await startAgent(configFor(dir, emu));
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'first rows');
+    await waitForRows(emu, dir, 'ev', a, 'first rows');
     const more = jsonLines('more', 0, 400);
     await writeLines(file, more);
     await appendFile(file, '{"tail":"no newline"}');
     await rename(file, path.join(dir, 'spool', 'ev', 'app.ndjson.1'));
-    await waitFor(() => rows(emu, dir, 'ev').length === 501, 'rows after rename out of patterns');
+    await waitForRows(emu, dir, 'ev', [...a, ...more, '{"tail":"no newline"}'], 'rows after rename out of patterns');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...more, '{"tail":"no newline"}']);
   });
@@ -48,11 +48,11 @@ describe('rotation and file handling', () => {
     const a = jsonLines('a', 0, 500, 50);
     await writeLines(file, a);
     const { agent, stop } = await startAgent(configFor(dir, emu));
-    await waitFor(() => rows(emu, dir, 'ev').length === 500, 'before truncation');
+    await waitForRows(emu, dir, 'ev', a, 'before truncation');
     await truncate(file, 0);
     const b = jsonLines('b', 0, 50);
     await writeLines(file, b);
-    await waitFor(() => rows(emu, dir, 'ev').length === 550, 'after truncation');
+    await waitForRows(emu, dir, 'ev', [...a, ...b], 'after truncation');
     const metrics = await agent.metrics.registry.getSingleMetricAsString('spoolship_truncations_total');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...b]);
@@ -69,7 +69,7 @@ describe('rotation and file handling', () => {
       const lines = jsonLines(`p${period}`, 0, 100);
       expected.push(...lines);
       await writeLines(path.join(d, `app-2026-01-0${period + 1}.ndjson`), lines);
-      await waitFor(() => rows(emu, dir, 'ev').length === expected.length, `period ${period}`);
+      await waitForRows(emu, dir, 'ev', expected, `period ${period}`);
     }
     // Delete and re-create under the same name: the inode is often reused; the
     // fingerprint of the first bytes tells the files apart.
@@ -78,7 +78,7 @@ describe('rotation and file handling', () => {
     const fresh = jsonLines('fresh', 0, 100);
     expected.push(...fresh);
     await writeLines(target, fresh);
-    await waitFor(() => rows(emu, dir, 'ev').length === expected.length, 'recreated file');
+    await waitForRows(emu, dir, 'ev', expected, 'recreated file');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
   });
@@ -94,7 +94,7 @@ describe('rotation and file handling', () => {
     await writeLines(kept, a);
     await writeLines(rewritten, b);
     const first = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    await waitForRows(emu, dir, 'ev', [...a, ...b], 'the first 100 rows');
     await first.stop();
     // The checkpoint keeps each file's identity-checked stat.
     const parsed = decodeCheckpoint<{ version: number; files: Array<{ path: string; seen?: number[] }> }>(await readFile(path.join(dir, 'state', 'checkpoint.json'), 'utf8'));
@@ -110,7 +110,7 @@ describe('rotation and file handling', () => {
     await writeFile(rewritten, `${c.join('\n')}\n`);
     expect((await stat(rewritten)).ino).toBe(ino);
     const second = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length >= 150, 'the rewritten file again');
+    await waitForRows(emu, dir, 'ev', [...a, ...b, ...c], 'the rewritten file again');
     await second.stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...a, ...b, ...c]);
   });
@@ -125,7 +125,7 @@ describe('rotation and file handling', () => {
     await symlink(real, path.join(dir, 'spool', 'ev', 'linked.ndjson'));
     // The target is outside spool.dir: followed only with follow_symlinks: any (inside is test/spool/admission.test.ts).
     const { stop } = await startAgent(configFor(dir, emu, { spool: { follow_symlinks: 'any' } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 300, 'rows');
+    await waitForRows(emu, dir, 'ev', lines, 'rows');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
@@ -140,7 +140,7 @@ describe('rotation and file handling', () => {
     const ok2 = jsonLines('ok', 10, 10);
     await writeLines(file, [...ok1, long, ...ok2, huge, '{"last":1}']);
     const { stop } = await startAgent(configFor(dir, emu, { spool: { max_line_bytes: 1000 } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 21, 'rows');
+    await waitForRows(emu, dir, 'ev', [...ok1, ...ok2, '{"last":1}'], 'rows');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...ok1, ...ok2, '{"last":1}']);
     const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'ev.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -162,7 +162,7 @@ describe('rotation and file handling', () => {
       await writeLines(path.join(dir, 'spool', 'many', `f${String(i).padStart(4, '0')}.ndjson`), lines);
     }
     const { stop } = await startAgent(configFor(dir, emu, { batch: { linger_ms: 100 }, spool: { idle_ms: 100 } }));
-    await waitFor(() => rows(emu, dir, 'many').length === expected.length, 'all files', 60_000);
+    await waitForRows(emu, dir, 'many', expected, 'all files', { timeoutMs: 60_000 });
     // Idle files are closed: the process holds far fewer descriptors than files.
     const fds = await waitFor(async () => {
       const n = (await readdir('/proc/self/fd')).length;
@@ -181,7 +181,8 @@ describe('rotation and file handling', () => {
     await writeLines(path.join(dir, 'spool', 'plain', 'ignored.txt'), ['{"src":"not ndjson"}']);
     const config = configFor(dir, emu, { spool: { sources: [{ include: ['logs/**/*.json'], datasource: 'from_glob' }] } });
     const { stop } = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'from_glob').length === 1 && rows(emu, dir, 'plain').length === 1, 'both routes');
+    await waitForRows(emu, dir, 'from_glob', ['{"src":"glob"}'], 'the glob route');
+    await waitForRows(emu, dir, 'plain', ['{"src":"dir"}'], 'the directory route');
     await stop();
     expect(rows(emu, dir, 'from_glob')).toEqual(['{"src":"glob"}']);
     expect(rows(emu, dir, 'plain')).toEqual(['{"src":"dir"}']);
@@ -194,7 +195,7 @@ describe('rotation and file handling', () => {
     // Append only once the first scan has found the file (at its end): before that, the new line would be "existing data" too.
     await waitFor(async () => ((await second.agent.status()) as { datasources: Array<{ files: unknown[] }> }).datasources.some((d) => d.files.length > 0), 'the file found at start');
     await writeLines(f, ['{"new":1}']);
-    await waitFor(() => rows(emu2, dir2, 'ev').length === 1, 'new line');
+    await waitForRows(emu2, dir2, 'ev', ['{"new":1}'], 'new line');
     await second.stop();
     expect(rows(emu2, dir2, 'ev')).toEqual(['{"new":1}']);
   });
@@ -205,10 +206,10 @@ describe('rotation and file handling', () => {
     const d = path.join(dir, 'spool', 'ev');
     await writeLines(path.join(d, 'old.ndjson'), jsonLines('old', 0, 50));
     const { stop } = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 100 } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 50, 'old rows');
+    await waitForRows(emu, dir, 'ev', jsonLines('old', 0, 50), 'old rows');
     await writeFile(path.join(d, 'new.ndjson'), `${jsonLines('new', 0, 50).join('\n')}\n`);
     await waitFor(async () => !(await readdir(d)).includes('old.ndjson'), 'old file deleted');
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'new rows');
+    await waitForRows(emu, dir, 'ev', [...jsonLines('old', 0, 50), ...jsonLines('new', 0, 50)], 'new rows');
     await stop();
     expect(await readdir(d)).toEqual(['new.ndjson']);
   });
@@ -221,7 +222,7 @@ describe('rotation and file handling', () => {
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, Buffer.concat([Buffer.from('{"ok":1}\n[1,2]\nnot json\n'), bad, Buffer.from('\n{"ok":2}\n')]));
     const { stop } = await startAgent(configFor(dir, emu, { validate: 'json' }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 2, 'rows');
+    await waitForRows(emu, dir, 'ev', ['{"ok":1}', '{"ok":2}'], 'the JSON objects');
     await stop();
     expect(rows(emu, dir, 'ev')).toEqual(['{"ok":1}', '{"ok":2}']);
     const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'ev.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
