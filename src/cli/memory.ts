@@ -36,6 +36,7 @@
 // are a few hundred bytes each, a handful a second: the baseline code parses
 // them as well. The launcher and the re-execution pass it on node's command
 // line; at run time it is set as well, for `node dist/cli.js` without them.
+import { accessSync, constants } from 'node:fs';
 import v8 from 'node:v8';
 import { threadpoolOrigin } from '../codec/threads.js';
 
@@ -91,6 +92,10 @@ export function reexecForRun(pool: number): void {
   if (typeof execve !== 'function') return;
   const needs = reexecNeeds(process.env, process.execArgv, pool);
   if (!needs.memory && !needs.pool) return;
+  // A failed execve aborts the process (Node cannot return from it): run as
+  // we are when this user cannot execute node at its path (a binary under
+  // another user's 0700 directory, started through a path that was allowed).
+  if (!canExecute(process.execPath)) return;
   const semi = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(process.env.NODE_OPTIONS ?? '');
   const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, _SPOOLSHIP_REEXECUTED: '1' };
   if (needs.pool) Object.assign(env, { UV_THREADPOOL_SIZE: String(pool), _SPOOLSHIP_POOL: String(pool) });
@@ -101,5 +106,15 @@ export function reexecForRun(pool: number): void {
     execve.call(process, process.execPath, args, env);
   } catch {
     // Not possible here (a seccomp policy, say): run as we are.
+  }
+}
+
+/** This process's real user may execute `file` (every directory on its path searchable). */
+function canExecute(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
