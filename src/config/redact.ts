@@ -45,7 +45,7 @@ export function redactValue(keyPath: string, value: unknown): unknown {
 /** Names of variables whose values are taken for secrets when they are interpolated into any key. */
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|PRIVATE/i;
 /** Shorter values are not scrubbed from text (they would mangle ordinary words). */
-const MIN_SECRET_LENGTH = 6;
+export const MIN_SECRET_LENGTH = 6;
 
 /**
  * Secret values that may have reached a typed key through `${VAR}`

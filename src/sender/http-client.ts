@@ -8,6 +8,7 @@
 // thread while the threadpool compresses instead of before any file is read.
 import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
 import { Readable } from 'node:stream';
+import { MIN_SECRET_LENGTH, scrub } from '../config/redact.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { Dispatcher } from 'undici';
 import { DIRECT, type ProxyRoute } from '../config/proxy.js';
@@ -181,13 +182,12 @@ function isDestroyed(d: Dispatcher): boolean {
  * An answer's words with the token taken out: a hostile or broken server may
  * echo it (a Location to another host carrying it, an error body quoting the
  * Authorization header), and the Location and the body go to the log and to
- * `status`. As sent and percent-encoded.
+ * `status`. As sent and percent-encoded; a token too short to be told from
+ * ordinary words is left (config/redact.ts scrubs the same way).
  */
 export function withoutToken<T extends string | null>(text: T, token: string): T {
-  if (text === null || token.length < 6) return text;
-  let out: string = text;
-  for (const form of new Set([token, encodeURIComponent(token)])) out = out.split(form).join('***');
-  return out as T;
+  if (text === null || token.length < MIN_SECRET_LENGTH) return text;
+  return scrub(text, [token, encodeURIComponent(token)]) as T;
 }
 
 /** A network failure as a value, keeping its cause (ECONNREFUSED, a certificate error by name, DNS). */
