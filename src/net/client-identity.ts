@@ -13,7 +13,7 @@ import { promises as fsp } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import { MAX_SECRET_FILE_BYTES, readRegularFile, UnreadableFileError } from '../util/bounded-read.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { TOKEN_POLL_MS } from '../sender/token.js';
+import { FilePoll } from '../util/file-poll.js';
 
 export interface ClientIdentity {
   cert: Buffer;
@@ -27,7 +27,7 @@ export class ClientIdentitySource implements LongLived {
   private value: ClientIdentity | null = null;
   private stamp = '';
   private refused = '';
-  private timer: NodeJS.Timeout | null = null;
+  private readonly poll = new FilePoll();
 
   private constructor(private readonly files: { cert: string; key: string } | null) {}
 
@@ -64,22 +64,19 @@ export class ClientIdentitySource implements LongLived {
 
   watch(onChange: () => void, onProblem: (problem: IdentityProblem) => void): void {
     if (!this.files) return;
-    this.timer = setInterval(() => {
-      this.reload().then(
-        (r) => (r === 'changed' ? onChange() : typeof r === 'object' ? onProblem(r.problem) : undefined),
-        () => undefined,
-      );
-    }, TOKEN_POLL_MS);
-    this.timer.unref();
+    this.poll.start(async () => {
+      const r = await this.reload();
+      if (r === 'changed') onChange();
+      else if (typeof r === 'object') onProblem(r.problem);
+    });
   }
 
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+  close(): Promise<void> {
+    return this.poll.close();
   }
 
   destroy(): Promise<void> {
-    return this.close();
+    return this.poll.destroy();
   }
 
   private take(r: { identity: ClientIdentity; stamp: string }): void {

@@ -5,13 +5,13 @@ import { MAX_SECRET_FILE_BYTES, readRegularFile } from '../util/bounded-read.js'
 import { promises as fsp } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { LongLived } from '../util/lifecycle.js';
+import { FilePoll } from '../util/file-poll.js';
 
-export const TOKEN_POLL_MS = 2000;
 
 export class TokenSource implements LongLived {
   private value: string;
   private stamp = '';
-  private timer: NodeJS.Timeout | null = null;
+  private readonly poll = new FilePoll();
 
   private constructor(
     private readonly file: string | null,
@@ -63,19 +63,17 @@ export class TokenSource implements LongLived {
 
   watch(onChange: () => void): void {
     if (!this.file) return;
-    this.timer = setInterval(() => {
-      this.reload().then((changed) => changed && onChange(), () => undefined);
-    }, TOKEN_POLL_MS);
-    this.timer.unref();
+    this.poll.start(async () => {
+      if (await this.reload()) onChange();
+    });
   }
 
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+  close(): Promise<void> {
+    return this.poll.close();
   }
 
   destroy(): Promise<void> {
-    return this.close();
+    return this.poll.destroy();
   }
 }
 
