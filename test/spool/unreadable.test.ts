@@ -21,7 +21,18 @@ function holds(p: AgentProcess, file: string): boolean {
   });
 }
 
-const UNREADABLE_MS = 3000;
+/**
+ * While the file stays unreadable, the agent goes on scanning and reading:
+ * shown by files written to another Data Source afterwards, each of which
+ * only a later scan finds, arriving (twice, so the one WARN is seen to hold
+ * across rounds rather than assumed after a sleep).
+ */
+async function laterRoundsPass(t: Awaited<ReturnType<typeof startEmu>>, spoolDir: string): Promise<void> {
+  for (let round = 0; round < 2; round++) {
+    appendFileSync(path.join(spoolDir, 'other', `r${round}.ndjson`), lines('o', round * 10, 10));
+    await waitFor(() => (t.emu.stats().rows.other ?? 0) >= (round + 1) * 10, `a later scan's file (round ${round})`);
+  }
+}
 
 describe('an unreadable spool file (process, non-root agent)', () => {
   it('is one WARN file_unreadable (file, EACCES), keeps its progress and reads on where it was when readable again', async () => {
@@ -44,8 +55,9 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     appendFileSync(file, lines('u', 50, 50));
     const warned = await waitFor(() => p.logs.find((l) => l.event === 'file_unreadable'), 'WARN file_unreadable');
     expect(warned).toMatchObject({ level: 40, file, code: 'EACCES', datasource: 'ev' });
-    // Unreadable for a while: the scans and reads keep failing meanwhile.
-    await new Promise((r) => setTimeout(r, UNREADABLE_MS));
+    // Unreadable for a while: the scans and reads go on, and keep failing on it.
+    mkdirSync(path.join(cfg.spoolDir, 'other'));
+    await laterRoundsPass(t, cfg.spoolDir);
     chmodSync(file, 0o644);
     await waitFor(() => p.logs.some((l) => l.event === 'file_readable'), 'INFO file_readable');
     await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 100, 'all 100 lines');
@@ -72,7 +84,8 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     await p.started;
     const warned = await waitFor(() => p.logs.find((l) => l.event === 'file_unreadable'), 'WARN file_unreadable');
     expect(warned).toMatchObject({ level: 40, file, code: 'EACCES', datasource: 'ev' });
-    await new Promise((r) => setTimeout(r, UNREADABLE_MS));
+    mkdirSync(path.join(cfg.spoolDir, 'other'));
+    await laterRoundsPass(t, cfg.spoolDir);
     chmodSync(file, 0o644);
     await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 40, 'all 40 lines');
     await waitFor(() => p.logs.some((l) => l.event === 'file_readable'), 'INFO file_readable');
