@@ -13,7 +13,7 @@ import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { apiBaseUrl } from '../config/index.js';
-import { compressionThreads, currentThreadpoolSize, threadpoolOrigin, threadpoolSize, type CpuProbe } from '../codec/threads.js';
+import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
 import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
@@ -217,9 +217,10 @@ export class Agent {
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', partOf(() => this.stopTimers()));
       this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
-      this.warnSmallThreadpool();
+      const pool = threadpoolReport(this.threads, process.env);
+      if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
       deps.log.info(
-        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...this.threadsReport() },
+        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...pool.fields },
         'spoolship started',
       );
     } catch (err) {
@@ -502,8 +503,11 @@ export class Agent {
     this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
   }
 
-  /** spoolship_behind_bytes, per Data Source (asked for at scrape time): past the committed offsets, and what waits in the disk retry queue. */
-  /** null until the first scan of the spool has ended: before it, the files' sizes are not known. */
+  /**
+   * spoolship_behind_bytes, per Data Source (asked for at scrape time): past
+   * the committed offsets, and what waits in the disk retry queue. null until
+   * the first scan of the spool has ended: before it, the files' sizes are not known.
+   */
   private behindBytes(): Map<string, number> | null {
     if (!this.spooler?.scannedOnce) return null;
     const behind = this.spooler.behindBytes((key) => this.store.committedOf(key));
@@ -546,33 +550,6 @@ export class Agent {
       inFlight: this.sender.requestsInFlight,
       compression: { threads: this.threads.threads, pool: currentThreadpoolSize(process.env) },
     });
-  }
-
-  /** compression.threads as resolved, and the thread pool they run in, for the start log. */
-  private threadsReport(): Record<string, unknown> {
-    const { threads, limit } = this.threads;
-    return {
-      compression_threads: threads,
-      threads_from: limit ? `auto: ${limit.source}` : 'compression.threads',
-      threadpool: currentThreadpoolSize(process.env),
-      threadpool_from: threadpoolOrigin(process.env),
-    };
-  }
-
-  /**
-   * The pool is sized before node starts (cli/memory.ts); where that was not
-   * possible (Node 20 without the spoolship launcher, a UV_THREADPOOL_SIZE
-   * set small, a SIGHUP that raised compression.threads) the compressions
-   * queue behind each other and file reads behind them: say so once.
-   */
-  private warnSmallThreadpool(): void {
-    const pool = currentThreadpoolSize(process.env);
-    const wanted = threadpoolSize(this.threads.threads);
-    if (pool >= wanted) return;
-    this.deps.log.warn(
-      { event: 'threadpool_small', compression_threads: this.threads.threads, threadpool: pool, wanted, threadpool_from: threadpoolOrigin(process.env) },
-      `libuv's thread pool has ${pool} threads for ${this.threads.threads} compressions (${wanted} wanted): start spoolship as a program (the spoolship command), on Node >= 22.15, or with UV_THREADPOOL_SIZE=${wanted}`,
-    );
   }
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */

@@ -73,6 +73,32 @@ export function threadpoolOrigin(env: NodeJS.ProcessEnv): 'user' | 'spoolship' |
   return env._SPOOLSHIP_POOL === env.UV_THREADPOOL_SIZE ? 'spoolship' : 'user';
 }
 
+/**
+ * What the start log says of the threads and the pool (`fields`), and, when
+ * the pool is smaller than the threads want (Node 20 without the spoolship
+ * launcher, a small UV_THREADPOOL_SIZE, a SIGHUP that raised
+ * compression.threads), the WARN's words: the compressions would queue
+ * behind each other and file reads behind them.
+ */
+export function threadpoolReport(
+  resolved: { threads: number; limit: CpuLimit | null },
+  env: NodeJS.ProcessEnv,
+): { fields: Record<string, unknown>; wanted: number; small: string | null } {
+  const pool = currentThreadpoolSize(env);
+  const wanted = threadpoolSize(resolved.threads);
+  const fields = {
+    compression_threads: resolved.threads,
+    threads_from: resolved.limit ? `auto: ${resolved.limit.source}` : 'compression.threads',
+    threadpool: pool,
+    threadpool_from: threadpoolOrigin(env),
+  };
+  const small =
+    pool >= wanted
+      ? null
+      : `libuv's thread pool has ${pool} threads for ${resolved.threads} compressions (${wanted} wanted): start spoolship as a program (the spoolship command), on Node >= 22.15, or with UV_THREADPOOL_SIZE=${wanted}`;
+  return { fields, wanted, small };
+}
+
 function read(file: string): string | null {
   try {
     return readFileSync(file, 'utf8');
