@@ -101,11 +101,12 @@ describe('the state lock', () => {
 
   it('a zombie is no owner', async () => {
     const dir = await tempDir();
-    // `sleep 0` ends at once; its parent, exec'd into `sleep 60`, never reaps it.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // The child exits at once; its parent never reaps it. (A shell's `sleep 0 &`
+    // before `exec sleep 60` was sometimes reaped by the shell under load.)
+    const parent = spawn('perl', ['-e', '$| = 1; my $p = fork(); exit 0 if $p == 0; print "$p\n"; sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
     cleanups.push(async () => parent.kill('SIGKILL'));
     const zombie = Number((await new Promise<Buffer>((r) => parent.stdout!.once('data', r))).toString().trim());
-    await expect.poll(() => processStamp(zombie)).toBe('zombie');
+    await expect.poll(() => processStamp(zombie), { timeout: 20_000 }).toBe('zombie');
     await writeFile(path.join(dir, LOCK_FILE), `${zombie}\n`);
     const lock = await acquireLock(dir);
     expect(await readLockHolder(dir)).toBe(process.pid);
