@@ -17,10 +17,25 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import zlib from 'node:zlib';
-import type { DeadLetterReason, DeadLetterRecord } from './store.js';
 
 export const REPLAYING_SUFFIX = '.ndjson.replaying';
-export const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['line_too_long', 'invalid_json', 'rejected', 'materialized_view_error', 'operator'];
+/** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
+export const DEAD_LETTER_REASONS = ['line_too_long', 'invalid_json', 'rejected', 'materialized_view_error', 'operator'] as const;
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
+
+/** One dead letter as stored: a line of a dead-letter file. */
+export interface DeadLetterRecord {
+  datasource: string;
+  reason: DeadLetterReason;
+  file: string | null;
+  offset: number | null;
+  bytes: number;
+  at: string;
+  status: number | null;
+  line?: string;
+  line_base64?: string;
+}
+
 const RECORD_START = '{"datasource":';
 
 export interface DeadLetterFile {

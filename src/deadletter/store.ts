@@ -11,11 +11,10 @@
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { encodeRecord } from './files.js';
+import { encodeRecord, type DeadLetterReason, type DeadLetterRecord } from './files.js';
 import type { LongLived } from '../util/lifecycle.js';
 
-/** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
-export type DeadLetterReason = 'line_too_long' | 'invalid_json' | 'rejected' | 'materialized_view_error' | 'operator';
+export type { DeadLetterReason, DeadLetterRecord } from './files.js';
 
 export interface DeadLetterInput {
   datasource: string;
@@ -26,18 +25,6 @@ export interface DeadLetterInput {
   bytes: number;
   status: number | null;
   line: Buffer;
-}
-
-export interface DeadLetterRecord {
-  datasource: string;
-  reason: DeadLetterReason;
-  file: string | null;
-  offset: number | null;
-  bytes: number;
-  at: string;
-  status: number | null;
-  line?: string;
-  line_base64?: string;
 }
 
 export function toRecord(input: DeadLetterInput, at: Date): DeadLetterRecord {
