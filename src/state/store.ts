@@ -1,7 +1,8 @@
-// Longer than ~250 lines: the journal writes and the checkpoint snapshot
-// share the in-memory state; the replay of what is on disk is
-// state/replay.ts, finding files again by identity is spool/relocate.ts
-// (injected as `relocate`).
+// Longer than ~250 lines: the journal writes and the checkpoint share the
+// in-memory state; what the checkpoint says of each file is
+// state/snapshot.ts, the replay of what is on disk is state/replay.ts,
+// finding files again by identity is spool/relocate.ts (injected as
+// `relocate`).
 //
 // Durable progress: the journal (journal.ts) plus a compacted checkpoint.
 //
@@ -23,8 +24,9 @@ import { atomicWrite } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { JournalWriter, journalPath, listJournals, type FileMeta, type IntentRange, type QueuedIntent, type RangeRecord } from './journal.js';
 import { encodeCheckpointChunks } from './checkpoint-format.js';
-import { DEAD_LETTER_OWNER, Progress, type FileProgress, type RangeEntry } from './progress.js';
-import { CHECKPOINT_FILE, replayState, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
+import { Progress, type FileProgress, type RangeEntry } from './progress.js';
+import { CHECKPOINT_FILE, replayState, type IntentInfo, type SeenStat } from './replay.js';
+import { checkpointFiles } from './snapshot.js';
 
 export { CHECKPOINT_FILE, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
 
@@ -330,46 +332,11 @@ export class StateStore implements LongLived {
   /** The checkpoint's text in chunks (checkpoint-format.ts), taken now: nothing can change it while it is built. */
   private snapshot(journalSeq: number, prevSeq: number): string[] {
     const live = new Set<number>();
-    const files = this.snapshotFiles(live);
+    const files = checkpointFiles(this.progress, (id) => this.intents.has(id), (key) => this.seenNow(key) ?? this.seen.get(key), live);
     return encodeCheckpointChunks({ journal_seq: journalSeq, prev_journal_seq: prevSeq, next_id: this.nextId }, files, () => ({
       intents: [...this.intents.values()].filter((i) => live.has(i.id) || i.resend),
       queued: [...this.queued.values()],
     }));
-  }
-
-  /** Each file's entry of the checkpoint, made as it is written; `live` collects the batches still under way. */
-  private *snapshotFiles(live: Set<number>): Generator<CheckpointFile['files'][number]> {
-    for (const fp of this.progress.files.values()) {
-      const ranges: Array<[number, number, number, boolean]> = [];
-      let pos = fp.committed;
-      for (const e of fp.entries) {
-        // An intent still being group-committed to the old journal counts as
-        // recorded: checkpoint() closes (flushes) the old journal before the
-        // snapshot is written. Cutting the snapshot there instead dropped the
-        // intent (its journal is not replayed after this checkpoint), so the
-        // next recovery found a gap and re-sent everything acked after it.
-        const recorded = e.recorded || (e.owner !== DEAD_LETTER_OWNER && this.intents.has(e.owner));
-        if (e.start !== pos) break;
-        if (!recorded && e.owner === DEAD_LETTER_OWNER) {
-          // A dead letter still being written: left out as a hole, and the
-          // ranges after it kept. Its `d` record goes to the new journal,
-          // which fills the hole at the next start; cutting the file here
-          // dropped the intents and acks after it (their journal is not
-          // replayed after this checkpoint), so a kill -9 sent acknowledged
-          // batches again and re-batched those in flight. Without the `d`
-          // record (a crash before the dead letter was stored) the hole is a
-          // gap: reading resumes there (state/replay.ts).
-          pos = e.end;
-          continue;
-        }
-        if (!recorded) break;
-        ranges.push([e.start, e.end, e.owner, e.done]);
-        if (!e.done && e.owner !== DEAD_LETTER_OWNER) live.add(e.owner);
-        pos = e.end;
-      }
-      const seen = this.seenNow(fp.meta.key) ?? this.seen.get(fp.meta.key);
-      yield { ...fp.meta, committed: fp.committed, ranges, ...(seen ? { seen } : {}) };
-    }
   }
 
   private async load(): Promise<void> {
