@@ -403,8 +403,7 @@ export class Agent {
       maxLineBytes: c.spool.max_line_bytes,
       rescanMs: deps.rescanMs ?? 1000,
       scanSlice: deps.scanSlice,
-      waitForRoom: () => this.pipeline.waitForRoom(),
-      hasRoom: () => this.pipeline.hasRoom,
+      room: this.pipeline,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, onIdle: () => this.linger.readerIdle(), onLayout: (layout) => this.layout.report(layout) }),
     });
@@ -500,7 +499,7 @@ export class Agent {
     this.queueReport.update();
     this.counts.flush();
     this.acker.tick();
-    this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
+    this.deps.onStateSize?.(Math.max(this.spooler.trackedCount, this.store.fileCount));
   }
 
   /**

@@ -9,15 +9,15 @@
 // directory) is deleted and finished.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { SpoolerOptions } from './options.js';
+import type { CompletionOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
-import type { Tailers } from './tailers.js';
+import { followed, type Tailers } from './tailers.js';
 
 /**
  * `unfound`: when each file of the state without a tailer was first missed by
  * a scan (kept by the spooler between scans).
  */
-export async function collectFinished(o: SpoolerOptions, tailers: Tailers, unfound: Map<string, number>): Promise<void> {
+export async function collectFinished(o: CompletionOptions, tailers: Tailers, unfound: Map<string, number>): Promise<void> {
   const store = o.store;
   const now = o.clock.now();
   forgetOldGenerations(o, tailers);
@@ -26,12 +26,12 @@ export async function collectFinished(o: SpoolerOptions, tailers: Tailers, unfou
     const fp = store.file(t.key);
     const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
     const forgettable = t.deleted || now - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= o.forgetAfterMs;
-    if (t.finished && fullyCommitted && forgettable) {
+    if (!followed(t) && fullyCommitted && forgettable) {
       tailers.remove(t);
       store.forgetFile(t.key);
       continue;
     }
-    if (o.onComplete === 'delete' && !t.finished && fullyCommitted && superseded(t, tailers)) {
+    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && superseded(t, tailers)) {
       const idle = o.clock.now() - t.lastGrowthAt >= o.idleMs;
       if (!idle) continue;
       await fsp.rm(t.path, { force: true });
@@ -48,7 +48,7 @@ function superseded(t: FileTailer, tailers: Tailers): boolean {
   if (t.detached) return true;
   const dir = path.dirname(t.path);
   for (const other of tailers.values()) {
-    if (other !== t && !other.finished && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt) return true;
+    if (other !== t && followed(other) && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt) return true;
   }
   return false;
 }
@@ -59,7 +59,7 @@ function superseded(t: FileTailer, tailers: Tailers): boolean {
  * read them again. Without this every copytruncate added an entry for good
  * (to the checkpoint and to each start-up's relocation).
  */
-function forgetOldGenerations(o: SpoolerOptions, tailers: Tailers): void {
+function forgetOldGenerations(o: CompletionOptions, tailers: Tailers): void {
   const old: string[] = [];
   for (const fp of o.store.files()) {
     const m = fp.meta;
@@ -75,7 +75,7 @@ function forgetOldGenerations(o: SpoolerOptions, tailers: Tailers): void {
  * down, or gone before this run followed them): forgotten once nothing read
  * from them is pending and they have been missing for forget_after_ms.
  */
-function forgetUnfound(o: SpoolerOptions, tailers: Tailers, unfound: Map<string, number>): void {
+function forgetUnfound(o: CompletionOptions, tailers: Tailers, unfound: Map<string, number>): void {
   const now = o.clock.now();
   const gone: string[] = [];
   const missing = new Set<string>();

@@ -1,22 +1,22 @@
-// A scan: list spool.dir and spool.sources (walk.ts, routes.ts), admit each
-// path (admission.ts), stat it, and match it to the file it is by identity:
-// a file followed already (its size and times updated, a rename followed, a
-// truncation or a replaced file restarted: rotation.ts), a file the state
-// knows from before (resumed where it was committed), or a new file (read
-// from 0, or from its end with start_at: end in the first scan). Followed
-// files no scan finds any more are detached (rotation.ts) and read through
-// their descriptors until idle (read-loop.ts). A directory whose listing
-// failed (EMFILE, EIO, ESTALE) changes nothing: its files are not gone.
+// A scan, in two steps: list spool.dir and spool.sources (walk.ts,
+// routes.ts) and admit each path (admission.ts); then, a slice of paths at
+// a time, classify each (classify.ts: followed, came back, resumed, new,
+// unreadable, alias) and apply the findings in path order: follow a rename
+// or a truncation (rotation.ts), resume a known file where it was
+// committed, track a new one. Followed files no listed path was found for
+// are detached (renamed away) and read through their descriptors until idle
+// (read-loop.ts); in the first scan, files of the state matched by no
+// pattern any more are adopted. A directory whose listing failed (EMFILE,
+// EIO, ESTALE) changes nothing: its files are not gone.
 import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
-import { sameAsSeen } from '../state/store.js';
 import { mapLimit } from '../util/concurrency.js';
-import { fileKey, fingerprintOf, headMatches, readHead, sameContentStart, type FileHead } from './identity.js';
+import { classifySlice, classifyUnmatched, classifyUnseen, needsHead, type ClassifyContext, type Listed, type PathFinding, type Unmatched } from './classify.js';
+import { fileKey, fingerprintOf, readHead, sameContentStart, type FileHead } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
-import type { SpoolerOptions } from './options.js';
+import type { DiscoveryOptions } from './options.js';
 import type { Rotation } from './rotation.js';
-import { openRegularOrRefused } from './open.js';
 import { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 import { listFiles } from './walk.js';
@@ -47,7 +47,7 @@ export class Discovery {
   private unreadable = new Set<string>();
 
   constructor(
-    private readonly o: SpoolerOptions,
+    private readonly o: DiscoveryOptions,
     private readonly tailers: Tailers,
     private readonly known: KnownFiles,
     private readonly rotation: Rotation,
@@ -62,10 +62,9 @@ export class Discovery {
   async scan(completed: () => Promise<void>, betweenSlices?: () => Promise<unknown>): Promise<void> {
     this.known.rebuild();
     if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
-    const seen = new Set<string>();
-    const candidates: Array<{ p: string; ds: string }> = [];
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
     const unlisted = this.noteFailures(listed.failed);
+    const candidates: Array<{ p: string; ds: string }> = [];
     const links: Array<{ p: string; ds: string }> = [];
     for (const p of listed.paths) {
       const ds = this.o.router.route(p);
@@ -77,44 +76,70 @@ export class Discovery {
     candidates.push(...links);
     const listedNow = new Set(candidates.map((c) => c.p));
     for (const p of this.unreadable) if (!listedNow.has(p)) this.unreadable.delete(p);
-    // A slice at a time: stat its paths, then read the first bytes of the
-    // files not yet tracked, SCAN_CONCURRENCY at a time; the decisions stay
-    // in path order, one file after another.
+    // Keys of the files found at a listed path; the inodes (dev:ino) found
+    // so far, and every inode listed.
+    const seen = new Set<string>();
+    const claimed = new Set<string>();
+    const listedInodes = new Set<string>();
+    // A slice at a time: stat its paths and read the first bytes of the
+    // files not yet followed, SCAN_CONCURRENCY at a time (classify.ts
+    // decides which); classify every path of the slice, then apply the
+    // findings one after another in path order.
     const sliceLen = this.o.scanSlice ?? SCAN_SLICE;
     for (let from = 0; from < candidates.length; from += sliceLen) {
       const slice = candidates.slice(from, from + sliceLen);
       const stats = await mapLimit(slice, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
-      const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i) => {
-        const st = stats[i];
-        const known = st?.isFile() ? this.tailers.ofInode(st.dev, st.ino) : undefined;
-        if (!st?.isFile() || (known && !known.finished) || this.verifiedAtStart(p, st)) return null;
-        return readHead(p, st.dev, st.ino);
+      const ctx = this.context();
+      const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i): Promise<FileHead | null> => {
+        const st = stats[i] ?? null;
+        return st && needsHead(ctx, p, st) ? readHead(p, st.dev, st.ino) : null;
       });
-      for (let i = 0; i < slice.length; i++) {
-        const st = stats[i];
-        if (!st?.isFile()) continue;
-        // Another name of a file this scan has already found under a name
-        // before it: the file stays at that one (moving it to each name in
-        // turn journaled two path changes per scan).
-        const found = this.tailers.ofInode(st.dev, st.ino);
-        if (found && seen.has(found.key) && found.path !== slice[i]!.p) continue;
-        const key = await this.track(slice[i]!.p, slice[i]!.ds, st, heads[i] ?? null);
+      const found = slice.map((c, i): Listed => ({ ...c, st: stats[i] ?? null, head: heads[i] ?? null }));
+      for (const l of found) if (l.st?.isFile()) listedInodes.add(`${l.st.dev}:${l.st.ino}`);
+      for (const finding of await classifySlice(ctx, found, claimed)) {
+        const key = await this.apply(finding);
         if (key) seen.add(key);
       }
       if (betweenSlices && from + sliceLen < candidates.length) await betweenSlices();
     }
-    for (const t of this.tailers.list()) {
-      if (t.finished || seen.has(t.key)) continue;
-      // Under a directory this scan could not list: not seen is not gone.
-      if (!t.detached && unlisted(t.path)) continue;
-      if (!t.detached) await this.rotation.detach(t);
+    for (const f of classifyUnseen(this.tailers, seen, unlisted)) {
+      if (f.kind === 'renamed away') await this.rotation.detach(f.t);
       // Renamed away, still written to until its writer reopens: its size
       // and links only through the descriptor.
-      else await this.rotation.statDetached(t);
+      else if (f.kind === 'away') await this.rotation.statDetached(f.t);
     }
-    if (this.firstScan) await this.adoptUnmatched();
+    if (this.firstScan) for (const u of await classifyUnmatched(this.context(), listedInodes, statOrNull)) await this.adopt(u);
     await completed();
     this.firstScan = false;
+  }
+
+  private context(): ClassifyContext {
+    return { tailers: this.tailers, known: this.known, store: this.o.store, firstScan: this.firstScan };
+  }
+
+  /** Apply one listed path's finding; the key of the file it was found to be, if any. */
+  private async apply(f: PathFinding): Promise<string | null> {
+    switch (f.kind) {
+      case 'followed':
+        await this.follow(f.t, f.p, f.st);
+        return f.t.key;
+      case 'came back':
+        f.t.revive();
+        await this.follow(f.t, f.p, f.st);
+        return f.t.key;
+      case 'resumed':
+        return this.resume(f);
+      case 'new':
+        return this.addNew(f);
+      case 'unreadable':
+        if (!this.unreadable.has(f.p)) {
+          this.unreadable.add(f.p);
+          this.o.events.onUnreadable?.(f.ds, f.p, f.code);
+        }
+        return null;
+      default:
+        return null;
+    }
   }
 
   /**
@@ -131,130 +156,62 @@ export class Discovery {
   }
 
   /**
-   * Files known from before the restart that no pattern matches any more
-   * (renamed out of the patterns while being read, or while the agent was
-   * down): read them to the end, as a running agent would have. Without this
-   * a kill -9 during such a file loses its unread tail. The state store has
-   * already found each file again by identity (spool/relocate.ts).
+   * A file of the state matched by no pattern any more (classify.ts
+   * classifyUnmatched): read to its end, as a running agent would have.
+   * Without this a kill -9 during such a file loses its unread tail. The
+   * state store has already found each file again by identity
+   * (spool/relocate.ts).
    */
-  private async adoptUnmatched(): Promise<void> {
-    const store = this.o.store;
-    for (const fp of store.files()) {
-      const m = fp.meta;
-      if (this.tailers.has(m.key) || this.tailers.ofInode(m.dev, m.ino)) continue;
-      const st = await fsp.stat(m.path).catch(() => null);
-      if (!st || !st.isFile() || st.dev !== m.dev || st.ino !== m.ino) continue;
-      const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
-      if (st.size < resume) continue;
-      const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
-      t.sawStat(st, false);
-      // Opened now (ensureOpen checks device and inode): a detached file is
-      // read only through the descriptor it holds. The inode alone can
-      // mislead (deleted, then reused by a new file while the agent was
-      // down): only a file that still starts with its fingerprint is ours.
-      const fh = await t.ensureOpen();
-      if (!fh) continue;
-      if (!(await sameContentStart(fh, st.size, m))) {
-        await t.closeFd();
-        continue;
-      }
-      t.detach(this.o.clock.now());
-      this.tailers.add(t);
+  private async adopt({ fp, resume, st }: Unmatched): Promise<void> {
+    const m = fp.meta;
+    const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+    t.sawStat(st, false);
+    // Opened now (ensureOpen checks device and inode): a detached file is
+    // read only through the descriptor it holds. The inode alone can
+    // mislead (deleted, then reused by a new file while the agent was
+    // down): only a file that still starts with its fingerprint is ours.
+    const fh = await t.ensureOpen();
+    if (!fh) return;
+    if (!(await sameContentStart(fh, st.size, m))) {
+      await t.closeFd();
+      return;
     }
+    t.detach(this.o.clock.now());
+    this.tailers.add(t);
   }
 
-  private async track(p: string, ds: string, st: Stats, head: FileHead | null): Promise<string | null> {
-    const existing = this.tailers.ofInode(st.dev, st.ino);
-    if (existing?.finished) {
-      // A finished file's descriptor is closed, so its inode can be reused.
-      // The same first bytes and no less than was read: the file renamed
-      // back within forget_after_ms, which reads on where it was (read from
-      // 0 it was shipped twice). Otherwise a new file under the reused
-      // inode: a new generation from 0.
-      if (!this.cameBack(existing, st, head)) return this.addFile(p, ds, st, head, existing.gen + 1);
-      existing.revive();
-    }
-    if (!existing) return this.addFile(p, ds, st, head);
+  /** A followed file at a listed path: back from being renamed away, moved, truncated, replaced, or grown. */
+  private async follow(t: FileTailer, p: string, st: Stats): Promise<void> {
     // Open, or its first bytes checked below: renamed back into the patterns.
-    if (existing.detached) existing.reattach();
-    if (existing.path !== p) this.rotation.moved(existing, p);
-    const changed = st.size !== existing.lastSize || st.mtimeMs !== existing.lastMtimeMs;
-    if (st.size < existing.readOffset) await this.rotation.restart(existing, st.size, 'truncated');
-    else if (changed && !(await this.rotation.startsAsKnown(existing, st.size))) await this.rotation.restart(existing, st.size, 'replaced');
-    else if (st.size > existing.readOffset && !existing.fh) await existing.ensureOpen();
-    existing.sawStat(st);
-    return existing.key;
+    if (t.detached) t.reattach();
+    if (t.path !== p) this.rotation.moved(t, p);
+    const changed = st.size !== t.lastSize || st.mtimeMs !== t.lastMtimeMs;
+    if (st.size < t.readOffset) await this.rotation.restart(t, st.size, 'truncated');
+    else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) await this.rotation.restart(t, st.size, 'replaced');
+    else if (st.size > t.readOffset && !t.fh) await t.ensureOpen();
+    t.sawStat(st);
   }
 
-  /**
-   * Its first bytes could not be read: when that is its permissions (chmod
-   * 000 before we first saw it, or while the agent was down), say so once;
-   * it is tried again at each scan and, known from before, resumes where it
-   * was committed (a file gone for forget_after_ms is forgotten).
-   */
-  private async noteUnreadable(p: string, ds: string): Promise<null> {
-    const opened = await openRegularOrRefused(p);
-    if (opened && 'fh' in opened) await opened.fh.close().catch(() => undefined);
-    if (opened && 'refused' in opened && !this.unreadable.has(p)) {
-      this.unreadable.add(p);
-      this.o.events.onUnreadable?.(ds, p, opened.refused);
-    }
-    return null;
+  /** A file the state knows: followed again from where it resumes. */
+  private resume(f: Extract<PathFinding, { kind: 'resumed' }>): string {
+    const m = f.fp.meta;
+    this.noteReadable(f.p, f.ds);
+    const t = new FileTailer(m.key, m.ds, f.p, f.resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+    t.sawStat(f.st, true, f.head?.mtimeMs ?? f.st.mtimeMs);
+    this.tailers.add(t);
+    if (m.path !== f.p) this.o.store.updateFile({ ...m, path: f.p });
+    return m.key;
   }
 
-  private noteReadable(p: string, ds: string): void {
-    if (this.unreadable.delete(p)) this.o.events.onReadable?.(ds, p);
-  }
-
-  /** A finished file found at a matching path again: the same file (not deleted, same first bytes, not shorter)? */
-  private cameBack(t: FileTailer, st: Stats, head: FileHead | null): boolean {
-    const meta = this.o.store.metaOf(t.key);
-    return !t.deleted && head !== null && meta !== undefined && st.size >= t.readOffset && headMatches(head.head, st.size, meta);
-  }
-
-  /**
-   * A known file that start-up already found again by identity (fingerprint
-   * read then), at this path and with the same size and times: no need to
-   * read its first bytes again. Only in the first scan, moments later.
-   */
-  private verifiedAtStart(p: string, st: Stats): string | null {
-    if (!this.firstScan) return null;
-    for (const fp of this.known.of(st.dev, st.ino)) {
-      if (fp.meta.path === p && sameAsSeen(this.o.store.seenAtStart(fp.meta.key), st)) return fp.meta.key;
-    }
-    return null;
-  }
-
-  private async addFile(p: string, ds: string, st: Stats, head: FileHead | null, minGen = 0): Promise<string | null> {
+  /** A new file (or a new generation of a known inode): tracked from 0, or from its end with start_at: end in the first scan. */
+  private addNew(f: Extract<PathFinding, { kind: 'new' }>): string {
+    const { p, ds, st, gen, head } = f;
     const { dev, ino, size } = st;
-    const store = this.o.store;
-    const verifiedKey = minGen === 0 ? this.verifiedAtStart(p, st) : null;
-    if (!verifiedKey) head ??= await readHead(p, dev, ino);
-    if (!verifiedKey && !head) return this.noteUnreadable(p, ds);
     this.noteReadable(p, ds);
-    // Known from a previous run (or earlier in this one)?
-    for (const fp of this.known.of(dev, ino)) {
-      const m = fp.meta;
-      // A finished file's inode seen again: a new file, never the old progress.
-      if (m.gen < minGen) continue;
-      if (verifiedKey ? m.key === verifiedKey : headMatches(head!.head, size, m)) {
-        const resume = store.recovery.resumeAt.get(m.key) ?? fp.committed;
-        if (size < resume) break; // truncated while we were down: a new generation below
-        const t = new FileTailer(m.key, m.ds, p, resume, dev, ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
-        t.sawStat(st, true, head?.mtimeMs ?? st.mtimeMs);
-        this.tailers.add(t);
-        if (m.path !== p) store.updateFile({ ...m, path: p });
-        return m.key;
-      }
-    }
-    head ??= await readHead(p, dev, ino);
-    if (!head) return null;
-    let gen = minGen;
-    for (const fp of this.known.of(dev, ino)) gen = Math.max(gen, fp.meta.gen + 1);
     const key = fileKey(dev, ino, gen);
-    const f = fingerprintOf(head.head);
+    const id = fingerprintOf(head.head);
     const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
-    store.trackFile({ key, dev, ino, gen, fp: f.fp, fpLen: f.fpLen, path: p, ds }, start);
+    this.o.store.trackFile({ key, dev, ino, gen, fp: id.fp, fpLen: id.fpLen, path: p, ds }, start);
     this.known.note(key, dev, ino);
     const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
     t.sawStat(st, true, head.mtimeMs);
@@ -262,4 +219,12 @@ export class Discovery {
     this.o.events.onDiscovered(ds, p);
     return key;
   }
+
+  private noteReadable(p: string, ds: string): void {
+    if (this.unreadable.delete(p)) this.o.events.onReadable?.(ds, p);
+  }
+}
+
+function statOrNull(p: string): Promise<Stats | null> {
+  return fsp.stat(p).catch(() => null);
 }

@@ -1,5 +1,7 @@
-// What the spooler and its parts (discovery.ts, rotation.ts, read-loop.ts,
-// completion.ts) are given.
+// What the spooler is given, and the part of it each of its parts
+// (discovery.ts, rotation.ts, read-loop.ts, completion.ts) uses: each takes
+// its own narrow options type below, so what a part depends on is named
+// where it is declared.
 import type { Batcher } from '../batcher/batcher.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
@@ -40,14 +42,8 @@ export interface SpoolerOptions {
   forgetAfterMs: number;
   maxLineBytes: number;
   rescanMs: number;
-  /** Resolves when the pipeline has room for more data. */
-  waitForRoom: () => Promise<void>;
-  /**
-   * Whether the pipeline has room now, without waiting: a read round between
-   * a scan's slices stops where it would wait (read-loop.ts). Always room
-   * when absent.
-   */
-  hasRoom?: () => boolean;
+  /** The pipeline's backpressure (pipeline.ts implements it). */
+  room: Room;
   events: SpoolerEvents;
   watch: boolean;
   /** Paths a scan looks at before reading in between (discovery.ts SCAN_SLICE when absent); tests make it small. */
@@ -55,3 +51,34 @@ export interface SpoolerOptions {
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
   listFiles?: typeof listFiles;
 }
+
+/** Backpressure: where the read loop waits for the pipeline to take more. */
+export interface Room {
+  /** Resolves when the pipeline has room for more data. */
+  waitForRoom(): Promise<void>;
+  /**
+   * Whether the pipeline has room now, without waiting: a read round between
+   * a scan's slices stops where it would wait (read-loop.ts).
+   */
+  readonly hasRoom: boolean;
+}
+
+/** What a scan uses (discovery.ts). */
+export type DiscoveryOptions = Pick<SpoolerOptions, 'router' | 'admission' | 'store' | 'clock' | 'startAt' | 'maxLineBytes' | 'scanSlice' | 'listFiles'> & {
+  events: Pick<SpoolerEvents, 'onDiscovered' | 'onLayout' | 'onListFailed' | 'onListRecovered' | 'onReadable' | 'onUnreadable'>;
+};
+
+/** What following renames, truncations and departures uses (rotation.ts). */
+export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock'> & {
+  events: Pick<SpoolerEvents, 'onDiscovered' | 'onTruncated'>;
+};
+
+/** What reading uses (read-loop.ts). */
+export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room'> & {
+  events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable'>;
+};
+
+/** What forgetting and deleting finished files uses (completion.ts). */
+export type CompletionOptions = Pick<SpoolerOptions, 'store' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'onComplete'> & {
+  events: Pick<SpoolerEvents, 'onFinished'>;
+};

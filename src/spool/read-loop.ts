@@ -13,9 +13,9 @@
 // model). A deleted file is finished at its end (Filebeat's
 // close_removed): nobody can reopen it, and its descriptor holds its disk
 // space.
-import type { SpoolerOptions } from './options.js';
+import type { ReadOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
-import type { Tailers } from './tailers.js';
+import { followed, type Tailers } from './tailers.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
 /**
@@ -30,7 +30,7 @@ export class ReadLoop {
   private readonly buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
 
   constructor(
-    private readonly o: SpoolerOptions,
+    private readonly o: ReadOptions,
     private readonly tailers: Tailers,
   ) {}
 
@@ -45,7 +45,7 @@ export class ReadLoop {
     let openFds = this.tailers.openDescriptors;
     for (const t of this.tailers.list()) {
       if (stopped()) return any;
-      if (t.finished) continue;
+      if (!followed(t)) continue;
       if (t.detached && t.endSeen && t.lastSize <= t.readOffset) {
         // Read to its end; its size is updated by each scan's fstat of the descriptor.
         if (this.awayForGood(t)) await this.finishDetached(t);
@@ -62,8 +62,8 @@ export class ReadLoop {
         }
         continue;
       }
-      if (yieldWhenFull && this.o.hasRoom?.() === false) return any;
-      await this.o.waitForRoom();
+      if (yieldWhenFull && !this.o.room.hasRoom) return any;
+      await this.o.room.waitForRoom();
       if (stopped()) return any;
       const hadFd = t.fh !== null;
       const n = await t.readOnce(this.buf, this.o.batcher);
@@ -114,7 +114,7 @@ export class ReadLoop {
    * is finished.
    */
   private async finishDetached(t: FileTailer): Promise<void> {
-    if (t.fh) await this.o.waitForRoom();
+    if (t.fh) await this.o.room.waitForRoom();
     if (t.fh && (await t.readOnce(this.buf, this.o.batcher)) > 0) {
       t.grew(this.o.clock.now());
       return;

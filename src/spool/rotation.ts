@@ -15,14 +15,14 @@ import path from 'node:path';
 import { fileKey, fingerprint, sameContentStart, FINGERPRINT_BYTES } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { openRegular } from './open.js';
-import type { SpoolerOptions } from './options.js';
+import type { RotationOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 import { findByInode, nearbyDirs } from './walk.js';
 
 export class Rotation {
   constructor(
-    private readonly o: SpoolerOptions,
+    private readonly o: RotationOptions,
     private readonly tailers: Tailers,
     private readonly known: KnownFiles,
   ) {}

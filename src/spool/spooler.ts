@@ -91,8 +91,13 @@ export class Spooler implements LongLived {
     return this.discovery.scan(() => collectFinished(this.o, this.tailers, this.unfound), betweenSlices);
   }
 
-  /** How many files are followed now (they grow a scan slice at a time). */
-  get fileCount(): number {
+  /** How many files are followed now (tailers.ts followed(); they grow a scan slice at a time). */
+  get followedCount(): number {
+    return this.tailers.followedCount;
+  }
+
+  /** Tailers held, finished ones not yet forgotten included (the state's size, for the heap bound). */
+  get trackedCount(): number {
     return this.tailers.size;
   }
 
@@ -110,12 +115,12 @@ export class Spooler implements LongLived {
     return !this.slicing && this.tailers.caughtUp(ds);
   }
 
-  /** spoolship_behind_bytes per Data Source. */
   /** The first scan of the spool has ended: every file there is known with its size. */
   get scannedOnce(): boolean {
     return !this.discovery.firstScan;
   }
 
+  /** spoolship_behind_bytes per Data Source. */
   behindBytes(committedOf: (key: string) => number | undefined): Map<string, number> {
     return this.tailers.behindBytes(committedOf);
   }

@@ -2,6 +2,12 @@
 // and the newest tailer of each inode (a scan looks every path up by
 // device and inode). Outside the spool they are read through TailerView and
 // the questions below, never changed.
+//
+// "Followed" has one meaning, `followed()` below: a tailer from its
+// discovery until it is finished (read to its end after being renamed
+// away or deleted). A finished tailer stays here only until completion.ts
+// forgets it (or a scan finds it come back): `size` counts it, the
+// questions about followed files do not.
 import type { SeenStat } from '../state/store.js';
 import type { FileTailer } from './tailer.js';
 
@@ -35,8 +41,16 @@ export class Tailers {
     return this.byKey.values();
   }
 
+  /** Tailers held, finished ones waiting to be forgotten included (memory: the state's size). */
   get size(): number {
     return this.byKey.size;
+  }
+
+  /** Files followed now (see followed()). */
+  get followedCount(): number {
+    let n = 0;
+    for (const t of this.byKey.values()) if (followed(t)) n++;
+    return n;
   }
 
   /** A copy, for loops that add or remove tailers. */
@@ -72,7 +86,7 @@ export class Tailers {
   /** Every file of `ds` read to its known end (the end-of-backlog rule asks). */
   caughtUp(ds: string): boolean {
     for (const t of this.byKey.values()) {
-      if (t.ds === ds && !t.finished && (t.lastSize > t.readOffset || (t.detached && !t.endSeen))) return false;
+      if (t.ds === ds && followed(t) && (t.lastSize > t.readOffset || (t.detached && !t.endSeen))) return false;
     }
     return true;
   }
@@ -88,7 +102,12 @@ export class Tailers {
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */
   isFollowing(path: string, ino: number): boolean {
-    for (const t of this.byKey.values()) if (t.path === path && t.ino === ino && !t.finished) return true;
+    for (const t of this.byKey.values()) if (followed(t) && t.path === path && t.ino === ino) return true;
     return false;
   }
+}
+
+/** Followed: discovered and not finished. */
+export function followed(t: Pick<FileTailer, 'finished'>): boolean {
+  return !t.finished;
 }

@@ -27,11 +27,11 @@ async function writeFiles(spool: string, empty: number[] = []): Promise<void> {
 describe('the first scan of a large spool', () => {
   it('reads the first slice before the scan has looked at the rest', async () => {
     let followedAtFirstRead: number | null = null;
-    const s = await setup({}, { waitForRoom: async () => void (followedAtFirstRead ??= s.spooler.fileCount) });
+    const s = await setup({}, { room: { waitForRoom: async () => void (followedAtFirstRead ??= s.spooler.followedCount), hasRoom: true } });
     await writeFiles(s.spool);
     s.spooler.start();
     try {
-      await waitFor(() => s.spooler.fileCount === FILES && [...s.spooler.files].every((f) => f.readOffset > 0), 'every file found and read');
+      await waitFor(() => s.spooler.followedCount === FILES && [...s.spooler.files].every((f) => f.readOffset > 0), 'every file found and read');
       expect(followedAtFirstRead).toBe(SCAN_SLICE);
       s.batcher.closeAll();
       const lines = s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean));
@@ -53,7 +53,7 @@ describe('the first scan of a large spool', () => {
     await writeFiles(s.spool, [SCAN_SLICE]);
     s.spooler.start();
     try {
-      await waitFor(() => s.spooler.fileCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
+      await waitFor(() => s.spooler.followedCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
       expect(caughtUpAt).toEqual([false]);
     } finally {
       await s.spooler.close();
@@ -65,7 +65,7 @@ describe('the first scan of a large spool', () => {
     // next scan may start SCAN_GAP_FACTOR x the scan's duration after it:
     // counted with the 10 s of reading in between, a poke would wait ~40 s.
     const clock = new ManualClock();
-    const s = await setup({}, { clock, waitForRoom: async () => clock.advance(10) });
+    const s = await setup({}, { clock, room: { waitForRoom: async () => clock.advance(10), hasRoom: true } });
     let listings = 0;
     s.internals.listCandidates = () => {
       listings++;
@@ -74,7 +74,7 @@ describe('the first scan of a large spool', () => {
     await writeFiles(s.spool);
     s.spooler.start();
     try {
-      await waitFor(() => s.spooler.fileCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
+      await waitFor(() => s.spooler.followedCount === FILES && s.spooler.caughtUp('ev'), 'every file found and read');
       expect(listings).toBe(1);
       s.spooler.poke();
       await waitFor(() => listings === 2, 'the next scan at once on a poke (the clock does not move)');
@@ -87,11 +87,11 @@ describe('the first scan of a large spool', () => {
     let room = false;
     let open: () => void = () => undefined;
     const opened = new Promise<void>((resolve) => (open = resolve));
-    const s = await setup({}, { hasRoom: () => room, waitForRoom: () => (room ? Promise.resolve() : opened) });
+    const s = await setup({}, { room: { get hasRoom() { return room; }, waitForRoom: () => (room ? Promise.resolve() : opened) } });
     await writeFiles(s.spool);
     s.spooler.start();
     try {
-      await waitFor(() => s.spooler.fileCount === FILES, 'every file found with the pipeline full');
+      await waitFor(() => s.spooler.followedCount === FILES, 'every file found with the pipeline full');
       expect([...s.spooler.files].filter((f) => f.readOffset > 0)).toEqual([]);
       room = true;
       open();

@@ -56,7 +56,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     forgetAfterMs: 600_000,
     maxLineBytes: 1 << 16,
     rescanMs: 3_600_000,
-    waitForRoom: async () => undefined,
+    room: { waitForRoom: async () => undefined, hasRoom: true },
     events: { onDiscovered: () => undefined, onTruncated: () => undefined, onFinished: () => undefined, ...events },
     watch: false,
     // The scan's listing, replaceable to freeze it at a moment.
