@@ -29,7 +29,8 @@
 //                 any more: adopted as detached and read to its end.
 // Briefly gone and gone (a file of the state no scan finds: kept for
 // forget_after_ms, then forgotten) are completion.ts's, after reading.
-import type { Stats } from 'node:fs';
+import { promises as fsp, type Stats } from 'node:fs';
+import { mapLimit } from '../util/concurrency.js';
 import type { FileProgress } from '../state/progress.js';
 import { sameAsSeen, type StateStore } from '../state/store.js';
 import { headMatches, readHead, type FileHead } from './identity.js';
@@ -88,8 +89,22 @@ export function verifiedAtStart(c: ClassifyContext, p: string, st: Stats): strin
   return null;
 }
 
+/**
+ * Stat each path of a slice, and read the first bytes of those classifying
+ * needs them for (not followed, not verified at start-up), `concurrency` at
+ * a time.
+ */
+export async function look(c: ClassifyContext, slice: ReadonlyArray<{ p: string; ds: string }>, concurrency: number): Promise<Listed[]> {
+  const stats = await mapLimit(slice, concurrency, ({ p }) => fsp.stat(p).catch(() => null));
+  const heads = await mapLimit(slice, concurrency, async ({ p }, i): Promise<FileHead | null> => {
+    const st = stats[i] ?? null;
+    return st && needsHead(c, p, st) ? readHead(p, st.dev, st.ino) : null;
+  });
+  return slice.map((l, i) => ({ ...l, st: stats[i] ?? null, head: heads[i] ?? null }));
+}
+
 /** Do the first bytes of this listed path need reading to classify it? */
-export function needsHead(c: ClassifyContext, p: string, st: Stats | null): boolean {
+function needsHead(c: ClassifyContext, p: string, st: Stats | null): boolean {
   if (!st?.isFile()) return false;
   const t = c.tailers.ofInode(st.dev, st.ino);
   return !(t && followed(t)) && !verifiedAtStart(c, p, st);

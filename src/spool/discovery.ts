@@ -10,9 +10,8 @@
 // EIO, ESTALE) changes nothing: its files are not gone.
 import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
-import { mapLimit } from '../util/concurrency.js';
-import { classifySlice, classifyUnmatched, classifyUnseen, needsHead, type ClassifyContext, type Listed, type PathFinding, type Unmatched } from './classify.js';
-import { fileKey, fingerprintOf, readHead, sameContentStart, type FileHead } from './identity.js';
+import { classifySlice, classifyUnmatched, classifyUnseen, look, type ClassifyContext, type PathFinding, type Unmatched } from './classify.js';
+import { fileKey, fingerprintOf, sameContentStart } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
 import type { DiscoveryOptions } from './options.js';
@@ -81,20 +80,15 @@ export class Discovery {
     const seen = new Set<string>();
     const claimed = new Set<string>();
     const listedInodes = new Set<string>();
-    // A slice at a time: stat its paths and read the first bytes of the
-    // files not yet followed, SCAN_CONCURRENCY at a time (classify.ts
-    // decides which); classify every path of the slice, then apply the
-    // findings one after another in path order.
+    // A slice at a time: look at its paths (a stat each, and the first
+    // bytes of the files not yet followed, SCAN_CONCURRENCY at a time),
+    // classify every path of the slice, then apply the findings one after
+    // another in path order.
     const sliceLen = this.o.scanSlice ?? SCAN_SLICE;
     for (let from = 0; from < candidates.length; from += sliceLen) {
       const slice = candidates.slice(from, from + sliceLen);
-      const stats = await mapLimit(slice, SCAN_CONCURRENCY, ({ p }) => fsp.stat(p).catch(() => null));
       const ctx = this.context();
-      const heads = await mapLimit(slice, SCAN_CONCURRENCY, async ({ p }, i): Promise<FileHead | null> => {
-        const st = stats[i] ?? null;
-        return st && needsHead(ctx, p, st) ? readHead(p, st.dev, st.ino) : null;
-      });
-      const found = slice.map((c, i): Listed => ({ ...c, st: stats[i] ?? null, head: heads[i] ?? null }));
+      const found = await look(ctx, slice, SCAN_CONCURRENCY);
       for (const l of found) if (l.st?.isFile()) listedInodes.add(`${l.st.dev}:${l.st.ino}`);
       for (const finding of await classifySlice(ctx, found, claimed)) {
         const key = await this.apply(finding);
