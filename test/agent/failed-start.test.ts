@@ -8,7 +8,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
 import { RedisServer } from '../fleet/redis-server.js';
-import { configFor, jsonLines, onCleanup, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, jsonLines, onCleanup, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 
 async function connectedClients(redis: RedisServer): Promise<number> {
   const info = (await redis.command('INFO', 'clients')) ?? '';
@@ -26,7 +26,8 @@ describe('a start that fails late', () => {
     // socket goes makes it fail after the budget, client, queue and replayer are up.
     const socketPath = path.join(config.state_dir, 'control.sock');
     await mkdir(socketPath, { recursive: true });
-    await writeLines(path.join(config.spool.dir, 'events', 'a.ndjson'), jsonLines('a', 0, 10));
+    const lines = jsonLines('a', 0, 10);
+    await writeLines(path.join(config.spool.dir, 'events', 'a.ndjson'), lines);
 
     // INFO's own connection is the one client left when the agent let go of its own.
     // The control socket's own failure (its path is a directory), not an earlier one.
@@ -35,7 +36,7 @@ describe('a start that fails late', () => {
 
     await rm(socketPath, { recursive: true });
     await startAgent(config); // the lock was released
-    await waitFor(() => rows(emu, dir, 'events').length === 10, 'the 10 lines to arrive');
+    await waitForRows(emu, dir, 'events', lines, 'the 10 lines to arrive');
   });
 });
 

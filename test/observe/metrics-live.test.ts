@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { DEAD_LETTER_REASONS } from '../../src/deadletter/files.js';
 import { LOST_REASONS, RETRY_REASONS } from '../../src/metrics/metrics.js';
-import { checkDelivery, lines, LINE_BYTES, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from '../process/helpers.js';
+import { lines, LINE_BYTES, metric, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from '../process/helpers.js';
 
 const metricsText = async (admin: string) => (await fetch(`${admin}/metrics`)).text();
 
@@ -100,7 +100,7 @@ describe('/metrics of a running agent', () => {
     // admin.listen is 127.0.0.1:0 here: the restarted admin server has a port of its own.
     const admin2 = restarted.admin as string;
     await appendFile(file, lines('r', 200, 100));
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'r', 300)).unique === 300, 'the 300 rows stored');
+    await waitForDelivery(t, 'ev', 'r', 300, 'the 300 rows stored');
     // Committed after its acknowledgement was counted.
     await waitFor(async () => (await metric(admin2, 'spoolship_behind_bytes', 'datasource="ev"')) === 0, 'nothing behind');
     const after = await metricsText(admin2);

@@ -7,8 +7,11 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/report/report.js';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { JumpClock } from '../support/jump-clock.js';
+
+/** The two lines written to each Data Source's directory. */
+const linesOf = (ds: string): string[] => [`{"ds":"${ds}"}`, `{"ds":"${ds}","n":2}`];
 
 describe('datasource_rejected (agent against the emulator)', () => {
   it('with an append-only token, the 3 known Data Sources ship and the 9 unknown ones park alone', async () => {
@@ -16,10 +19,10 @@ describe('datasource_rejected (agent against the emulator)', () => {
     const known = ['ds_a', 'ds_b', 'ds_c'];
     const unknown = Array.from({ length: 9 }, (_, i) => `new_${i}`);
     const emu = await startEmu(dir, { datasources: known, appendTokens: ['append-only-token'], rps: 1000 });
-    for (const ds of [...known, ...unknown]) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), [`{"ds":"${ds}"}`, `{"ds":"${ds}","n":2}`]);
+    for (const ds of [...known, ...unknown]) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), linesOf(ds));
     const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } });
     const { agent } = await startAgent({ ...base, api: { ...base.api, token: 'append-only-token' } });
-    for (const ds of known) await waitFor(() => rows(emu, dir, ds).length === 2, `${ds} shipped`);
+    for (const ds of known) await waitForRows(emu, dir, ds, linesOf(ds), `${ds} shipped`);
     const status = await waitFor(async () => {
       const s = (await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport;
       return unknown.every((ds) => s.datasources.find((d) => d.datasource === ds)?.parked === 'datasource_rejected') ? s : null;
@@ -40,9 +43,9 @@ describe('datasource_rejected (agent against the emulator)', () => {
     // One clock for the emulator's per-minute window and the agent's waits: the test moves it past the minute.
     const clock = new JumpClock();
     const emu = await startEmu(dir, { datasources: known, rps: 1000, now: () => clock.now() });
-    for (const ds of [...known, ...unknown]) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), [`{"ds":"${ds}"}`, `{"ds":"${ds}","n":2}`]);
+    for (const ds of [...known, ...unknown]) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), linesOf(ds));
     const { agent } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { clock });
-    for (const ds of known) await waitFor(() => rows(emu, dir, ds).length === 2, `${ds} shipped`);
+    for (const ds of known) await waitForRows(emu, dir, ds, linesOf(ds), `${ds} shipped`);
     await waitFor(() => unknown.filter((ds) => rows(emu, dir, ds).length === 2).length === 5, 'five Data Sources created');
     await waitFor(() => (emu.stats().requests_by_status['429'] ?? 0) > 0, 'a creation past 5 a minute refused with 429');
     expect(unknown.filter((ds) => rows(emu, dir, ds).length > 0)).toHaveLength(5);
@@ -53,15 +56,12 @@ describe('datasource_rejected (agent against the emulator)', () => {
     // agent just after it counts its Retry-After from the new time: jump
     // again (every 2 s of real time) until every creation went through.
     clock.jump(61_000);
-    let jumpedAt = Date.now();
-    await waitFor(() => {
-      if (unknown.every((ds) => rows(emu, dir, ds).length === 2)) return true;
-      if (Date.now() - jumpedAt >= 2000) {
-        clock.jump(61_000);
-        jumpedAt = Date.now();
-      }
-      return false;
-    }, 'the 9 unknown Data Sources created and shipped');
+    const jumps = setInterval(() => clock.jump(61_000), 2000);
+    try {
+      for (const ds of unknown) await waitForRows(emu, dir, ds, linesOf(ds), `${ds} created and shipped`);
+    } finally {
+      clearInterval(jumps);
+    }
     const status = (await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport;
     expect(status.datasources.filter((d) => d.parked !== null)).toEqual([]);
     const metrics = await (await fetch(`${agent.adminUrl}/metrics`)).text();

@@ -5,7 +5,7 @@ import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { dlInput, runCli, startCli, writeConfig, writeDeadLetters } from './helpers.js';
 
 const SPEC_FIELDS = ['datasource', 'reason', 'file', 'offset', 'bytes', 'at', 'status', 'line'];
@@ -42,7 +42,8 @@ describe('dead-letter list', () => {
     await writeLines(path.join(dir, 'spool', 'app', 'a.ndjson'), [...good, ...bad]);
     const dlFile = path.join(dir, 'state', 'dead-letter', 'app.ndjson');
     const { stop } = await startAgent(configFor(dir, emu, { compression: { codec: 'none' } }));
-    await waitFor(() => rows(emu, dir, 'app').length === 20 && records(dlFile).length === 2, 'rows and dead letters');
+    await waitForRows(emu, dir, 'app', good, 'the good rows');
+    await waitFor(() => records(dlFile).length === 2, 'the two dead letters');
     await stop();
     await writeDeadLetters(path.join(dir, 'state'), 'other.ndjson', [dlInput('other', 'x'.repeat(10), { reason: 'invalid_json', status: null }), dlInput('other', '{"y":1}')]);
     const cfg = await writeConfig(dir, emu);

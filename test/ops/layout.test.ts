@@ -6,7 +6,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
 import type { StatusReport } from '../../src/report/report.js';
-import { configFor, onCleanup, rows, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, onCleanup, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { runCli, writeConfig } from './helpers.js';
 
 function logSink() {
@@ -33,12 +33,12 @@ describe('spool layout mistakes', () => {
     const { logs, log } = logSink();
     const agent = await Agent.start(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { log, rescanMs: 50 });
     onCleanup(() => agent.close());
-    await waitFor(() => rows(emu, dir, 'good').length === 1, 'the good line');
+    await waitForRows(emu, dir, 'good', ['{"a":1}'], 'the good line');
     const s = await waitFor(async () => ((await status(agent)).spool.skipped_dirs.length > 0 ? status(agent) : null), 'the skipped directory in status');
     expect(s.spool).toEqual({ dir: path.join(dir, 'spool'), missing: false, skipped_dirs: [path.join(dir, 'spool', 'bad-name')] });
     // A later scan (it finds a new file) logs no second WARN.
     await writeLines(path.join(dir, 'spool', 'good', 'b.ndjson'), ['{"a":2}']);
-    await waitFor(() => rows(emu, dir, 'good').length === 2, 'a file found by a later scan');
+    await waitForRows(emu, dir, 'good', ['{"a":1}', '{"a":2}'], 'a file found by a later scan');
     expect(logs.filter((l) => l.event === 'datasource_dir_skipped')).toEqual([expect.objectContaining({ dir: path.join(dir, 'spool', 'bad-name'), level: 40 })]);
     expect(((await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { ready: boolean }).ready).toBe(true);
     expect(emu.stats().rows).toEqual({ good: 2 });
@@ -55,7 +55,7 @@ describe('spool layout mistakes', () => {
     expect(((await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { ready: boolean }).ready).toBe(true);
     await mkdir(path.join(dir, 'spool'));
     await writeLines(path.join(dir, 'spool', 'late', 'a.ndjson'), ['{"late":1}']);
-    await waitFor(() => rows(emu, dir, 'late').length === 1, 'the line once spool.dir exists');
+    await waitForRows(emu, dir, 'late', ['{"late":1}'], 'the line once spool.dir exists');
     expect(logs.some((l) => l.event === 'spool_dir_found')).toBe(true);
     expect((await status(agent)).spool.missing).toBe(false);
   });

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { CLI, runCli, writeConfig } from './helpers.js';
 
 function records(file: string): Array<Record<string, unknown>> {
@@ -28,7 +28,8 @@ describe('line_too_long: the hint of dead-letter replay', () => {
     const limits = { spool: { max_line_bytes: 1000 }, batch: { max_bytes: 2000 } };
     const { stop } = await startAgent(configFor(dir, emu, limits));
     const dlFile = path.join(dir, 'state', 'dead-letter', 'app.ndjson');
-    await waitFor(() => rows(emu, dir, 'app').length === 2 && records(dlFile).length === 1, 'the short lines stored, the long one dead-lettered');
+    await waitForRows(emu, dir, 'app', ['{"a":1}', '{"a":2}'], 'the short lines stored');
+    await waitFor(() => records(dlFile).length === 1, 'the long one dead-lettered');
     await stop();
     const [rec] = records(dlFile);
     expect(rec).toMatchObject({ reason: 'line_too_long', bytes: long.length, file: spoolFile });

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/report/report.js';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { CLI, listenOf, runCli, startCli, writeConfig } from './helpers.js';
 
 async function statusJson(cfg: string, cwd: string): Promise<StatusReport> {
@@ -130,9 +130,10 @@ describe('status from the state dir', () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     const file = path.join(dir, 'spool', 'app', 'a.ndjson');
-    await writeLines(file, Array.from({ length: 20 }, (_, i) => JSON.stringify({ i })));
+    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ i }));
+    await writeLines(file, lines);
     const { stop } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }));
-    await waitFor(() => rows(emu, dir, 'app').length === 20, 'rows');
+    await waitForRows(emu, dir, 'app', lines, 'rows');
     await stop();
     const committed = statSync(file).size;
     await writeLines(file, ['{"late":1}', '{"late":2}']);
@@ -371,7 +372,7 @@ describe('status shows names as text', () => {
     await writeLines(hostile, ['{"a":1}']);
     await mkdir(path.join(dir, 'spool', 'bad\u001b[31mdir'), { recursive: true });
     const { stop } = await startAgent(configFor(dir, emu, { admin: { listen: '' } }));
-    await waitFor(() => rows(emu, dir, 'app').length === 1, 'the line');
+    await waitForRows(emu, dir, 'app', ['{"a":1}'], 'the line');
     await stop();
     const cfg = await writeConfig(dir, emu, { admin: { listen: '' } });
     const r = await runCli(['status', '-c', cfg], dir);

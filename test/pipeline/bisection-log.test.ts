@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
-import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 
@@ -47,7 +47,8 @@ describe('400 bisection logging', () => {
     const agent = await Agent.start(config, { log: pino({ level: 'info', formatters: { level: (label) => ({ level: label }) } }, sink), rescanMs: 50 });
     onCleanup(() => agent.close());
     const dlFile = path.join(dir, 'state', 'dead-letter', 'ev.ndjson');
-    await waitFor(() => rows(emu, dir, 'ev').length === 2000 && deadLetters(dlFile).length === 3, 'good rows stored and bad lines dead-lettered');
+    await waitForRows(emu, dir, 'ev', good, 'the good rows stored');
+    await waitFor(() => deadLetters(dlFile).length === 3, 'the bad lines dead-lettered');
     // The end event follows the dead-letter writes; without it the counts below say what was logged instead.
     await waitFor(() => logs.some((l) => l.event === 'bisection_over'), 'the end of the episode logged', 10_000).catch(() => undefined);
     await agent.close();

@@ -44,12 +44,12 @@ describe('delivery', () => {
     const { appendFile } = await import('node:fs/promises');
     await appendFile(file, '{"a":1}\r\n\n{"a":2}\n\r\n{"a":3}\n{"a":"part');
     const { stop } = await startAgent(configFor(dir, emu, { compression: { codec: 'none' } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 3, '3 rows');
+    await waitForRows(emu, dir, 'ev', ['{"a":1}', '{"a":2}', '{"a":3}'], '3 rows');
     // The partial line is not sent while its newline is missing, however long we wait for a linger.
     await new Promise((r) => setTimeout(r, 300));
     expect(rows(emu, dir, 'ev')).toEqual(['{"a":1}', '{"a":2}', '{"a":3}']);
     await appendFile(file, 'ial"}\n');
-    await waitFor(() => rows(emu, dir, 'ev').length === 4, 'completed partial line');
+    await waitForRows(emu, dir, 'ev', ['{"a":1}', '{"a":2}', '{"a":3}', '{"a":"partial"}'], 'completed partial line');
     await stop();
     expect(rows(emu, dir, 'ev')).toEqual(['{"a":1}', '{"a":2}', '{"a":3}', '{"a":"partial"}']);
     for (const r of emu.requests()) expect(r.contentEncoding).toBeUndefined();
@@ -68,7 +68,7 @@ describe('delivery', () => {
     const second = jsonLines('r', 20_000, 5_000);
     await writeLines(file, second);
     const b = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length >= 25_000, 'all rows');
+    await waitForRows(emu, dir, 'ev', [...first, ...second], 'all rows');
     await b.stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...first, ...second]);
   });
@@ -82,7 +82,7 @@ describe('delivery', () => {
     const bulk = jsonLines('b', 0, 4_000, 20); // ~240 KB: 4 full batches and a partial one
     await writeLines(path.join(dir, 'spool', 'bulk', 'a.ndjson'), bulk);
     const { stop } = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'bulk').length >= bulk.length, 'the whole backlog', 20_000);
+    await waitForRows(emu, dir, 'bulk', bulk, 'the whole backlog', { timeoutMs: 20_000 });
     // The emulator records a request once it has answered, just after storing its rows.
     const bulkRequests = () => emu.requests().filter((r) => r.name === 'bulk').length;
     const expectedRequests = Math.ceil(Buffer.byteLength(bulk.join('\n') + '\n') / 50_000);
@@ -101,7 +101,7 @@ describe('delivery', () => {
     const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
     await writeLines(file, jsonLines('w', 0, 10));
     const { stop } = await startAgent(configFor(dir, emu), { rescanMs: 3_600_000 });
-    await waitFor(() => rows(emu, dir, 'ev').length === 10, 'the first scan');
+    await waitForRows(emu, dir, 'ev', jsonLines('w', 0, 10), 'the first scan');
     // The watcher starts after the first scan; appends until one is noticed.
     let n = 10;
     await waitFor(async () => {
@@ -109,10 +109,11 @@ describe('delivery', () => {
       n += 5;
       return rows(emu, dir, 'ev').length > 10;
     }, 'an append noticed by the watch');
-    await waitFor(() => rows(emu, dir, 'ev').length === n, 'every appended line');
+    await waitForRows(emu, dir, 'ev', jsonLines('w', 0, n), 'every appended line');
     await writeLines(path.join(dir, 'spool', 'ev', 'b.ndjson'), jsonLines('x', 0, 3));
     await writeLines(path.join(dir, 'spool', 'other', 'c.ndjson'), jsonLines('y', 0, 2)); // a new directory too
-    await waitFor(() => rows(emu, dir, 'ev').length === n + 3 && rows(emu, dir, 'other').length === 2, 'new files noticed by the watch');
+    await waitForRows(emu, dir, 'ev', [...jsonLines('w', 0, n), ...jsonLines('x', 0, 3)], 'the new file noticed by the watch');
+    await waitForRows(emu, dir, 'other', jsonLines('y', 0, 2), 'the new directory noticed by the watch');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...jsonLines('w', 0, n), ...jsonLines('x', 0, 3)]);
   });
@@ -120,9 +121,10 @@ describe('delivery', () => {
   it('compresses with gzip when asked and declares it', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
-    await writeLines(path.join(dir, 'spool', 'gz', 'a.ndjson'), jsonLines('g', 0, 500));
+    const lines = jsonLines('g', 0, 500);
+    await writeLines(path.join(dir, 'spool', 'gz', 'a.ndjson'), lines);
     const { stop } = await startAgent(configFor(dir, emu, { compression: { codec: 'gzip', level: 6 } }));
-    await waitFor(() => rows(emu, dir, 'gz').length === 500, 'rows');
+    await waitForRows(emu, dir, 'gz', lines, 'rows');
     await stop();
     expect(emu.requests().every((r) => r.contentEncoding === 'gzip')).toBe(true);
   });
@@ -138,7 +140,7 @@ describe('delivery', () => {
     const lines = jsonLines('r', 0, 6000, 20);
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const { stop } = await startAgent(config);
-    await waitFor(() => rows(emu, dir, 'ev').length >= lines.length, 'all rows');
+    await waitForRows(emu, dir, 'ev', lines, 'all rows');
     await stop();
     expect(emu.requests().filter((r) => r.outcome === 500).length).toBeGreaterThan(5);
     expect(expectByteIdenticalRetries(emu.requests()), "batches sent again").toBeGreaterThanOrEqual(3);

@@ -45,14 +45,14 @@ describe('a renamed file keeps being read until it is idle', () => {
     app.write(`${before.join('\n')}\n{"id":"half",`);
     // idle_ms long enough that the late writes below come well inside it.
     const { stop } = await startAgent(configFor(dir, emu, { spool: { idle_ms: 20_000 } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    await waitForRows(emu, dir, 'ev', before, 'the first 100 rows');
     // logrotate: rename, create.
     renameSync(file, rotated);
     const next = jsonLines('next', 0, 50);
     appendFileSync(file, `${next.join('\n')}\n`);
     // The new file's rows show that a scan has seen the rename and a read
     // round has passed over the renamed file's end.
-    await waitFor(() => rows(emu, dir, 'ev').length >= 150, 'the new file');
+    await waitForRows(emu, dir, 'ev', [...before, ...next], 'the new file');
     // The application finishes its line and writes on before it reopens.
     const late = jsonLines('late', 0, 300);
     app.write(`"n":1}\n${late.join('\n')}\n`);
@@ -70,7 +70,7 @@ describe('a renamed file keeps being read until it is idle', () => {
     const before = jsonLines('before', 0, 100);
     await writeLines(file, before);
     const { stop } = await startAgent(configFor(dir, emu, { spool: { idle_ms: 100 } }));
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the first 100 rows');
+    await waitForRows(emu, dir, 'ev', before, 'the first 100 rows');
     // Idle: its descriptor was given back.
     await waitFor(async () => !(await holds(file)), 'the idle descriptor to be closed');
     // Grown and moved away at once (no scan in between), as logrotate with

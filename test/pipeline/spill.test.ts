@@ -5,7 +5,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from './helpers.js';
+import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 /** Sample a gauge every 5 ms until stopped; resolves with the largest value seen. */
 function sampleMax(read: () => Promise<number>): { stop: () => Promise<number> } {
@@ -38,7 +38,7 @@ describe('spilled bodies', () => {
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const { agent, stop } = await startAgent(config, { bodiesInMemoryBytes: 0 });
     const spilled = sampleMax(() => gauge(agent, 'spoolship_spilled_body_bytes'));
-    await waitFor(() => rows(emu, dir, 'ev').length >= lines.length, 'all rows');
+    await waitForRows(emu, dir, 'ev', lines, 'all rows');
     const maxSpilled = await spilled.stop();
     await waitFor(async () => (await gauge(agent, 'spoolship_spilled_body_bytes')) === 0, 'every spilled body released');
     await stop();
@@ -58,7 +58,7 @@ describe('spilled bodies', () => {
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const config = configFor(dir, emu, { batch: { max_bytes: 40_000 } });
     const { agent, stop } = await startAgent(config, { bodiesInMemoryBytes: 0 });
-    await waitFor(() => rows(emu, dir, 'ev').length === good.length, 'all good rows');
+    await waitForRows(emu, dir, 'ev', good, 'all good rows');
     await waitFor(async () => (await gauge(agent, 'spoolship_lines_dead_lettered_total', '{datasource="ev",reason="rejected"}')) === 2, 'two dead letters');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), good);
@@ -76,7 +76,7 @@ describe('spilled bodies', () => {
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 3, 'batches queued during the outage');
     expect(rows(emu, dir, 'ev')).toEqual([]);
     emu.setFaults([]);
-    await waitFor(() => rows(emu, dir, 'ev').length >= lines.length, 'all rows');
+    await waitForRows(emu, dir, 'ev', lines, 'all rows');
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) === 0, 'queue drained');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);

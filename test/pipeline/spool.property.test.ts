@@ -11,7 +11,7 @@ import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectExactlyOnce, rows, startAgent, startEmu, tempDir, waitFor, writeLines, type Running } from './helpers.js';
+import { configFor, expectExactlyOnce, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines, type Running } from './helpers.js';
 
 function knows(agent: Running, file: string): boolean {
   return existsSync(file) && agent.agent.isFollowing(file, statSync(file).ino);
@@ -57,7 +57,7 @@ describe('spool model (property)', () => {
         /** Where each file's application still writes after its last rotation (until it reopens). */
         const rotatedOf = new Map<number, string>();
         mkdirSync(path.join(spool, 'old'), { recursive: true });
-        const delivered = () => waitFor(() => rows(emu, dir, 'ev').length >= expected.length, `${expected.length} rows (run ${run})`);
+        const delivered = () => waitForRows(emu, dir, 'ev', expected, `${expected.length} rows (run ${run})`);
         let agent: Running = await startAgent(config, { scanSlice });
         for (const a of actions) {
           switch (a.t) {

@@ -13,7 +13,7 @@ import { reformBatch } from '../../src/recovery/reform.js';
 import { RetryQueue } from '../../src/queue/retry-queue.js';
 import { relocateFiles } from '../../src/spool/relocate.js';
 import { StateStore } from '../../src/state/store.js';
-import { configFor, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines, type Running } from './helpers.js';
+import { configFor, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines, type Running } from './helpers.js';
 
 const REJECT: Fault = { kind: 'reject_marker', marker: 'POISON' };
 const POISON_AT = [1900, 1500, 1100, 700, 300, 40];
@@ -61,7 +61,7 @@ async function fixture(prefix: string, faults: Fault[]) {
   /** Start again: every good line arrives once, each rejected line is one dead letter. */
   const restartAndCheck = async () => {
     const second = await startAgent(config);
-    await waitFor(() => stored().length >= good.length, 'every good line', 60_000);
+    await waitForRows(emu, dir, 'ev', good, 'every good line', { timeoutMs: 60_000 });
     await waitFor(() => deadLetters().length >= POISON_AT.length, 'six dead letters');
     await second.stop();
     expectExactlyOnce(stored(), good);

@@ -110,6 +110,8 @@ export interface DeliveryCheck {
   /** Rows that are not one of the expected lines (a mangled or foreign line). */
   unexpected: number;
   firstMissing: string[];
+  /** Ids of the first lines stored more than once. */
+  firstDuplicates: string[];
   firstUnexpected: string[];
 }
 
@@ -159,13 +161,15 @@ export async function checkDelivery(t: TestEmu, ds: string, prefix: string, coun
   let unique = 0;
   let duplicates = 0;
   const firstMissing: string[] = [];
+  const firstDuplicates: string[] = [];
   for (let i = 0; i < count; i++) {
     if (seen[i]! > 0) {
       unique++;
       duplicates += seen[i]! - 1;
+      if (seen[i]! > 1 && firstDuplicates.length < 5) firstDuplicates.push(`${prefix}${String(i).padStart(9, '0')}`);
     } else if (firstMissing.length < 5) firstMissing.push(`${prefix}${String(i).padStart(9, '0')}`);
   }
-  return { rows, unique, duplicates, missing: count - unique, unexpected, firstMissing, firstUnexpected };
+  return { rows, unique, duplicates, missing: count - unique, unexpected, firstMissing, firstDuplicates, firstUnexpected };
 }
 
 /**
@@ -197,7 +201,7 @@ export async function waitForDelivery(
       duplicates: c.duplicates,
       unexpected: c.unexpected,
       sampleMissing: c.firstMissing.slice(0, 3),
-      sampleDuplicates: [],
+      sampleDuplicates: c.firstDuplicates.slice(0, 3),
       sampleUnexpected: c.firstUnexpected,
       quarantined,
       sampleQuarantined: quarantined > 0 ? quarantineSample(t.dataDir, ds) : [],

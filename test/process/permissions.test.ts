@@ -3,7 +3,7 @@
 import { appendFileSync, chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 function walk(dir: string): string[] {
   const out = [dir];
@@ -30,7 +30,7 @@ describe('state file permissions (process)', () => {
       appendFileSync(file, lines('p', 0, 20) + '{"BAD":1}\n');
       const p = spawnAgent(cfg.configFile);
       await p.started;
-      await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 20, 'the good lines');
+      await waitForDelivery(t, 'ev', 'p', 20, 'the good lines');
       await waitFor(() => p.logs.some((l) => l.event === 'dead_letters_written'), 'the dead letter');
       p.child.kill('SIGTERM');
       expect((await p.exited).code).toBe(0);

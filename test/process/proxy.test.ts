@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTinyproxy } from '../support/tinyproxy.js';
-import { checkDelivery, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { checkDelivery, lines, onCleanup, spawnAgent, startEmu, tempDir, waitForDelivery, writeConfig } from './helpers.js';
 
 const PASSWORD = 'pr0xy-pw-SECRET-9';
 const CLI = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'dist', 'cli.js');
@@ -35,7 +35,7 @@ describe('api.proxy (process)', () => {
     writeFileSync(path.join(cfg.spoolDir, 'ev', 'a.ndjson'), lines('x', 0, 50));
     const p = spawnAgent(cfg.configFile, { HTTPS_PROXY: proxy.url });
     await p.started;
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'x', 50)).missing === 0, 'every line delivered');
+    await waitForDelivery(t, 'ev', 'x', 50, 'every line delivered');
     expect(proxy.connects()).toContain(new URL(t.emu.url).host);
     expect(p.logs.find((l) => l.event === 'proxy')).toMatchObject({ from: 'HTTPS_PROXY', proxy: `http://agent:***@127.0.0.1:${proxy.port}` });
     p.child.kill('SIGTERM');

@@ -5,7 +5,7 @@ import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { LINE_BYTES, checkDelivery, lines, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { LINE_BYTES, checkDelivery, lines, metric, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -109,7 +109,7 @@ describe('spoolship queue (process)', () => {
     // The name was fine after all (the bad lines are gone): new lines ship without waiting for the 60 s probe.
     t.emu.setFaults([]);
     appendFileSync(file, lines('good', 0, 30));
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'good', 30)).unique === 30, 'the new lines ship');
+    await waitForDelivery(t, 'ev', 'good', 30, 'the new lines ship');
     await waitFor(async () => (await metric(admin, 'spoolship_parked{reason="bad_request"}')) === 0, 'ev unparked');
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);

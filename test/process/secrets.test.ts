@@ -14,7 +14,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCa, makeClientCert } from '../support/pki.js';
 import { startTinyproxy } from '../support/tinyproxy.js';
-import { checkDelivery, getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
+import { getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 const TOKEN = 'tok_SECRETgood0123456789abcdef';
 const WRONG = 'tok_SECRETwrong9876543210fedcba';
@@ -158,13 +158,13 @@ describe('secrets (process)', () => {
     await waitFor(() => agent.logs.some((l) => l.event === 'reload_restarting'), 'the reload');
     // The restarted pipeline's admin server: a new port (admin.listen is port 0).
     admin = String((await waitFor(() => agent.logs.filter((l) => l.event === 'started')[1], 'the restart'))!.admin);
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'p', 30)).missing === 0, 'the lines through the proxy');
+    await waitForDelivery(t, 'ev', 'p', 30, 'the lines through the proxy');
     expect(proxy.connects().length).toBeGreaterThan(0);
     // A rotated key.
     install(second);
     await waitFor(() => agent.logs.some((l) => l.event === 'client_cert_changed'), 'the rotation noticed');
     await writeFile(file, lines('p', 30, 20), { flag: 'a' });
-    await waitFor(async () => (await checkDelivery(t, 'ev', 'p', 50)).missing === 0, 'the lines after the rotation');
+    await waitForDelivery(t, 'ev', 'p', 50, 'the lines after the rotation');
     const status = JSON.stringify((await getJson(`${admin}/status`)).body);
     const metrics = String((await getJson(`${admin}/metrics`)).body);
     agent.child.kill('SIGTERM');

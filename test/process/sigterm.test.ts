@@ -74,7 +74,7 @@ describe('SIGTERM (process)', () => {
     appendFileSync(file, lines('s', 0, 1000));
     const first = spawnAgent(cfg.configFile);
     const admin = (await first.started)!;
-    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 1000, 'the first 1000 lines');
+    await waitForDelivery(t, 'ev', 's', 1000, 'the first 1000 lines');
     t.emu.setFaults([{ kind: 'status', status: 503 }]);
     appendFileSync(file, lines('s', 1000, 2000));
     await waitFor(async () => (await metric(admin, 'spoolship_requests_total', 'status="503"')) >= 5, 'batches failing');

@@ -4,7 +4,7 @@
 import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { lines, spawnAgent, startEmu, tempDir, waitForDelivery, writeConfig } from './helpers.js';
 
 describe('state_dir removed while running (process)', () => {
   it('logs state_dir_lost at ERROR or above and exits 1; the admin port and the lock are let go', async () => {
@@ -16,7 +16,7 @@ describe('state_dir removed while running (process)', () => {
     appendFileSync(file, lines('x', 0, 100));
     const p = spawnAgent(cfg.configFile);
     await p.started;
-    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 100, 'the first lines');
+    await waitForDelivery(t, 'ev', 'x', 100, 'the first lines');
     rmSync(cfg.stateDir, { recursive: true, force: true });
     const exit = await Promise.race([p.exited, new Promise<null>((r) => setTimeout(() => r(null), 20_000))]);
     expect(exit, 'the agent exited').not.toBeNull();

@@ -20,6 +20,7 @@ import {
   startEmu,
   tempDir,
   waitFor,
+  waitForDelivery,
   writeConfig,
   type AgentProcess,
   type TestEmu,
@@ -119,7 +120,7 @@ async function setup(overrides: Record<string, unknown> = {}): Promise<Setup> {
   };
   s.admin = (await s.p.started)!;
   s.write(2000);
-  await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 2000, 'the first 2000 lines');
+  await waitForDelivery(t, 'ev', 'd', 2000, 'the first 2000 lines');
   return s;
 }
 
@@ -154,7 +155,8 @@ async function expectResumed(s: Setup, reason: string): Promise<void> {
   await waitFor(async () => (await readyz(s.admin)).status === 200, '/readyz 200 again', 15_000);
   expect(await metric(s.admin, 'spoolship_parked', `reason="${reason}"`)).toBe(0);
   s.write(500);
-  await waitFor(() => (s.t.emu.stats().rows.ev ?? 0) >= s.written, `all ${s.written} lines after recovery`, 20_000);
+  // Fails at once on a duplicate or a row that is not one of the lines; on timeout names the missing ones.
+  await waitForDelivery(s.t, 'ev', 'd', s.written, `all ${s.written} lines after recovery`, { timeoutMs: 20_000 });
   s.p.child.kill('SIGTERM');
   expect((await s.p.exited).code).toBe(0);
   const result = await checkDelivery(s.t, 'ev', 'd', s.written);

@@ -6,9 +6,10 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
-import { configFor, onCleanup, rows, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, onCleanup, rows, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 
-async function run(mode: 'inside' | 'any' | 'never', exclude: string[] = []) {
+/** Start the agent on the spool below; returns once `appRows`, and only they, are stored for app. */
+async function run(mode: 'inside' | 'any' | 'never', appRows: string[], exclude: string[] = []) {
   const dir = await tempDir();
   const emu = await startEmu(dir);
   const spool = path.join(dir, 'spool');
@@ -34,15 +35,19 @@ async function run(mode: 'inside' | 'any' | 'never', exclude: string[] = []) {
   onCleanup(() => agent.close());
   // A file written after the others: once it arrives, every earlier file had its scan.
   await writeLines(path.join(spool, 'app', 'z-last.ndjson'), ['{"last":1}']);
-  await waitFor(() => rows(emu, dir, 'app').includes('{"last":1}'), 'the last file');
+  // A row that is not one of appRows (a link or an excluded file read) fails the wait at once, naming it.
+  await waitForRows(emu, dir, 'app', appRows, `app's rows, the last file's among them (follow_symlinks ${mode})`);
   await waitFor(() => emu.stats().rows.app === rows(emu, dir, 'app').length, 'rows settled');
-  return { rows: rows(emu, dir, 'app').sort(), linkedRows: () => rows(emu, dir, 'linked'), emu, logs, dir };
+  expect(rows(emu, dir, 'app').sort()).toEqual([...appRows].sort());
+  return { emu, logs, dir };
 }
+
+/** With every link followed: the secret outside the spool too. */
+const ANY_APP_ROWS = ['{"excluded":1}', '{"inside":1}', '{"last":1}', '{"real":1}', '{"secret":"hunter2"}'];
 
 describe('spool.follow_symlinks and spool.exclude', () => {
   it('inside (default): a link to a file outside the spool is skipped with one WARN; a link inside is read', async () => {
-    const r = await run('inside');
-    expect(r.rows).toEqual(['{"excluded":1}', '{"inside":1}', '{"last":1}', '{"real":1}']);
+    const r = await run('inside', ['{"excluded":1}', '{"inside":1}', '{"last":1}', '{"real":1}']);
     const warned = r.logs.filter((l) => l.event === 'symlink_skipped');
     expect(warned.map((w) => [w.file, w.target])).toEqual(
       expect.arrayContaining([
@@ -52,30 +57,26 @@ describe('spool.follow_symlinks and spool.exclude', () => {
       ]),
     );
     expect(warned).toHaveLength(2);
-    expect(r.linkedRows()).toEqual([]);
+    expect(rows(r.emu, r.dir, 'linked')).toEqual([]);
   });
 
   it('any: a Data Source directory that is a symlink is read like any other (it was silently skipped)', async () => {
-    const r = await run('any');
-    await waitFor(() => r.linkedRows().length === 2, 'the linked directory read');
-    expect(r.linkedRows().sort()).toEqual(['{"linked_dir":1}', '{"linked_dir":2}']);
+    const r = await run('any', ANY_APP_ROWS);
+    await waitForRows(r.emu, r.dir, 'linked', ['{"linked_dir":1}', '{"linked_dir":2}'], 'the linked directory read');
   });
 
   it('any: every link is followed', async () => {
-    const r = await run('any');
-    expect(r.rows).toContain('{"secret":"hunter2"}');
+    const r = await run('any', ANY_APP_ROWS);
     expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toEqual([]);
   });
 
   it('never: no link is followed, inside or not', async () => {
-    const r = await run('never');
-    expect(r.rows).toEqual(['{"excluded":1}', '{"last":1}', '{"real":1}']);
+    const r = await run('never', ['{"excluded":1}', '{"last":1}', '{"real":1}']);
     expect(r.logs.filter((l) => l.event === 'symlink_skipped')).toHaveLength(3);
-    expect(r.linkedRows()).toEqual([]);
+    expect(rows(r.emu, r.dir, 'linked')).toEqual([]);
   });
 
   it('exclude: matching paths are never read ("**/..." matches anywhere)', async () => {
-    const r = await run('inside', ['**/skip-*.ndjson']);
-    expect(r.rows).toEqual(['{"inside":1}', '{"last":1}', '{"real":1}']);
+    await run('inside', ['{"inside":1}', '{"last":1}', '{"real":1}'], ['**/skip-*.ndjson']);
   });
 });

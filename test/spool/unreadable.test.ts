@@ -7,7 +7,7 @@
 import { appendFileSync, chmodSync, chownSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OTHER_UID, checkDelivery, lines, spawnAgent, startEmu, tempDir, waitFor, writeConfig, type AgentProcess } from '../process/helpers.js';
+import { OTHER_UID, checkDelivery, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from '../process/helpers.js';
 
 /** Does the agent hold `file` open? */
 function holds(p: AgentProcess, file: string): boolean {
@@ -30,7 +30,7 @@ function holds(p: AgentProcess, file: string): boolean {
 async function laterRoundsPass(t: Awaited<ReturnType<typeof startEmu>>, spoolDir: string): Promise<void> {
   for (let round = 0; round < 2; round++) {
     appendFileSync(path.join(spoolDir, 'other', `r${round}.ndjson`), lines('o', round * 10, 10));
-    await waitFor(() => (t.emu.stats().rows.other ?? 0) >= (round + 1) * 10, `a later scan's file (round ${round})`);
+    await waitForDelivery(t, 'other', 'o', (round + 1) * 10, `a later scan's file (round ${round})`);
   }
 }
 
@@ -47,7 +47,7 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     appendFileSync(file, lines('u', 0, 50));
     const p = spawnAgent(cfg.configFile, {}, { uid: OTHER_UID });
     await p.started;
-    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 50, 'the first 50 lines');
+    await waitForDelivery(t, 'ev', 'u', 50, 'the first 50 lines');
     // Idle: its descriptor is given back, so the next read must open it again.
     await waitFor(() => !holds(p, file), 'the descriptor given back');
 
@@ -60,7 +60,7 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     await laterRoundsPass(t, cfg.spoolDir);
     chmodSync(file, 0o644);
     await waitFor(() => p.logs.some((l) => l.event === 'file_readable'), 'INFO file_readable');
-    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 100, 'all 100 lines');
+    await waitForDelivery(t, 'ev', 'u', 100, 'all 100 lines');
 
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
@@ -87,7 +87,7 @@ describe('an unreadable spool file (process, non-root agent)', () => {
     mkdirSync(path.join(cfg.spoolDir, 'other'));
     await laterRoundsPass(t, cfg.spoolDir);
     chmodSync(file, 0o644);
-    await waitFor(() => (t.emu.stats().rows.ev ?? 0) >= 40, 'all 40 lines');
+    await waitForDelivery(t, 'ev', 'n', 40, 'all 40 lines');
     await waitFor(() => p.logs.some((l) => l.event === 'file_readable'), 'INFO file_readable');
 
     p.child.kill('SIGTERM');

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { atomicWrite } from '../../src/util/fsx.js';
 import { startEmulator } from '../../src/emulator/index.js';
-import { configFor, jsonLines, onCleanup, rows, startAgent, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, jsonLines, onCleanup, startAgent, tempDir, waitForRows, writeLines } from '../pipeline/helpers.js';
 
 type Step = { op: 'write'; file: string; text: string } | { op: 'sync'; file: string } | { op: 'rename'; from: string; to: string } | { op: 'request' };
 
@@ -82,9 +82,10 @@ describe('fsync order', () => {
     const steps = await watchSteps();
     const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), recordRequests: true, onEventsArrival: () => steps.push({ op: 'request' }) });
     onCleanup(() => emu.close());
-    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), jsonLines('f', 0, 100));
+    const lines = jsonLines('f', 0, 100);
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
     const { stop } = await startAgent(configFor(dir, emu));
-    await waitFor(() => rows(emu, dir, 'ev').length === 100, 'the rows');
+    await waitForRows(emu, dir, 'ev', lines, 'the rows');
     await stop();
     const journal = (s: Step) => 'file' in s && /journal-\d+\.log$/.test(s.file);
     const intentAt = steps.findIndex((s) => s.op === 'write' && journal(s) && s.text.includes('"t":"i"'));

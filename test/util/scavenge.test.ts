@@ -10,7 +10,7 @@ import { PerformanceObserver, constants } from 'node:perf_hooks';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { MAJOR_AFTER_GROWTH_BYTES, SCAVENGE_AFTER_BYTES, Scavenger, collections, type DroppedHow } from '../../src/util/scavenge.js';
-import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
+import { configFor, jsonLines, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 
 function manual() {
   const queued: Array<() => void> = [];
@@ -117,7 +117,8 @@ describe('scavenger', () => {
     const emu = await startEmu(dir);
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 } });
     await mkdir(path.join(config.spool.dir, 'ev'), { recursive: true });
-    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
+    const lines = jsonLines('a', 0, 2000, 40);
+    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), lines);
     const dropped: number[] = [];
     const hows = new Set<DroppedHow>();
     await startAgent(config, {
@@ -128,7 +129,8 @@ describe('scavenger', () => {
     });
     const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
     // The emulator records a request once its answer is out, after storing its rows.
-    await waitFor(() => rows(emu, dir, 'ev').length === 2000 && accepted().length === dropped.length, 'all 2,000 rows at the emulator, every request recorded');
+    await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows at the emulator');
+    await waitFor(() => accepted().length === dropped.length, 'every request recorded');
     const bodies = accepted();
     expect(bodies.length).toBeGreaterThan(5);
     expect(bodies.every((r) => r.contentEncoding === 'zstd')).toBe(true);
@@ -141,11 +143,13 @@ describe('scavenger', () => {
     // Every 3rd request answered 500 (nothing stored): those bodies are read and sent again.
     const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 500, every: 3 }] });
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 } });
-    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
+    const lines = jsonLines('a', 0, 2000, 40);
+    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), lines);
     const by = { copied: 0, sent: 0 };
     await startAgent(config, { bodiesInMemoryBytes: 0, onBodyDropped: (b, how) => (by[how] += b) });
     const sum = (rs: Array<{ bodyBytes: number }>) => rs.reduce((n, r) => n + r.bodyBytes, 0);
-    await waitFor(() => rows(emu, dir, 'ev').length === 2000 && by.sent === sum(emu.requests()), 'all 2,000 rows, every request reported');
+    await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows');
+    await waitFor(() => by.sent === sum(emu.requests()), 'every request reported');
     const accepted = emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
     expect(emu.requests().length).toBeGreaterThan(accepted.length);
     expect(by.copied).toBe(sum(accepted));
@@ -155,10 +159,11 @@ describe('scavenger', () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 }, compression: { codec: 'none' } });
-    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
+    const lines = jsonLines('a', 0, 2000, 40);
+    await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), lines);
     const dropped: number[] = [];
     await startAgent(config, { onBodyDropped: (b) => dropped.push(b) });
-    await waitFor(() => rows(emu, dir, 'ev').length === 2000, 'all 2,000 rows at the emulator');
+    await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows at the emulator');
     expect(emu.requests().length).toBeGreaterThan(5);
     expect(dropped).toEqual([]);
   });
