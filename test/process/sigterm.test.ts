@@ -54,8 +54,10 @@ describe('SIGTERM (process)', () => {
       await sleep(1000); // keep writing while the second run ships
       w.stop();
       const total = w.written();
-      await waitForDelivery(t, 'ev', 's', total, `all ${total} lines`, { everyMs: 250 }).catch(() => undefined);
+      // Stopped before any assertion (a failed wait's message is kept for after).
+      const waited = await waitForDelivery(t, 'ev', 's', total, `all ${total} lines`, { everyMs: 250 }).then(() => null, (err: unknown) => err);
       const stop2 = await sigterm(second);
+      if (waited) throw waited;
       expect(stop2.code).toBe(0);
       const result = await checkDelivery(t, 'ev', 's', total);
       console.log(`[sigterm load] ${JSON.stringify({ inFlightAtSigterm: inFlight, stopMs: [stop1.ms, stop2.ms], ...result })}`);
@@ -85,8 +87,9 @@ describe('SIGTERM (process)', () => {
     t.emu.setFaults([]);
     const second = spawnAgent(cfg.configFile);
     await second.started;
-    await waitForDelivery(t, 'ev', 's', 3000, 'all 3000 lines', { everyMs: 250 }).catch(() => undefined);
+    const waited = await waitForDelivery(t, 'ev', 's', 3000, 'all 3000 lines', { everyMs: 250 }).then(() => null, (err: unknown) => err);
     const stop2 = await sigterm(second);
+    if (waited) throw waited;
     expect(stop2.code).toBe(0);
     const result = await checkDelivery(t, 'ev', 's', 3000);
     console.log(`[sigterm outage] ${JSON.stringify({ stopMs: [stop1.ms, stop2.ms], requests: t.emu.stats().requests_by_status, ...result })}`);
