@@ -1,6 +1,7 @@
 // The contract between the dispatcher (main.ts) and each command module.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.js';
+import { secureExistingStateDir } from '../state/dir-trust.js';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -45,4 +46,17 @@ export function parseCommandArgs<O extends Options>(
 
 export function wantsHelp(argv: string[]): boolean {
   return argv.includes('--help') || argv.includes('-h');
+}
+
+/**
+ * A command about to write a stopped agent's state_dir judges it as the
+ * agent does at start (state/dir-trust.ts): false when it does not exist
+ * (nothing is kept there, and nothing is created); a StateDirUnsafeError
+ * (exit 2) when someone else may change it; tightened to 0700, saying so,
+ * when it is the command's own user's and looser.
+ */
+export async function stateDirToWrite(stateDir: string, command: string, io: CliIo): Promise<boolean> {
+  return secureExistingStateDir(stateDir, (modeWas) =>
+    io.stderr.write(`spoolship ${command}: warning: state_dir ${stateDir} was mode ${modeWas}: made it 0700, so no other user can replace what the agent keeps there (state_dir_tightened)\n`),
+  );
 }

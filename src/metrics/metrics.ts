@@ -73,7 +73,7 @@ export function createMetrics(sources: MetricsSources = {}) {
       registers: reg,
     }),
     retries: new client.Counter({ name: 'spoolship_retries_total', help: 'Retries by reason', labelNames: ['reason'], registers: reg }),
-    queueBytes: new client.Gauge({ name: 'spoolship_queue_bytes', help: 'Bytes in the disk retry queue', registers: reg }),
+    queueBytes: new client.Gauge({ name: 'spoolship_queue_bytes', help: 'Bytes of the disk retry queue on disk (its segment files)', registers: reg }),
     queueBatches: new client.Gauge({ name: 'spoolship_queue_batches', help: 'Batches in the disk retry queue', registers: reg }),
     behindBytes: new client.Gauge({
       name: 'spoolship_behind_bytes',

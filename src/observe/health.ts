@@ -38,14 +38,15 @@ export class QueueReport {
   private state: 'empty' | 'holding' | 'full' = 'empty';
 
   constructor(
-    private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom'>,
+    private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'diskBytes' | 'hasRoom'>,
     private readonly o: { metrics: Metrics; log: Logger; maxBatchBytes: number; maxQueueBytes: number },
   ) {}
 
   update(): void {
     const q = this.queue;
     const { metrics, log } = this.o;
-    metrics.queueBytes.set(q.bytes);
+    // What the queue holds on disk, as an operator finds it on a full disk.
+    metrics.queueBytes.set(q.diskBytes);
     metrics.queueBatches.set(q.batches);
     const state = q.batches === 0 ? 'empty' : q.hasRoom(this.o.maxBatchBytes) ? 'holding' : 'full';
     if (state === this.state) return;

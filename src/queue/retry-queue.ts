@@ -18,8 +18,14 @@
 //   the agent reads a damaged record's lines again from the spool when its
 //   ranges still have the CRCs kept with the queued batch (state store), and
 //   counts them in spoolship_lines_lost_total otherwise.
-// - A segment is deleted once every record in it is acknowledged and it is no
-//   longer the one being written; acks.log is rewritten (atomically) with the
+// - A segment is deleted once every record in it is acknowledged, the one
+//   being written too (the next append starts a new one): a drained queue
+//   kept its last segment, up to SEGMENT_BYTES of delivered records on a
+//   disk that may be full, while spoolship_queue_bytes read 0.
+// - A record whose write fails (ENOSPC) is cut off again: its bytes would
+//   sit in the segment, counted nowhere, holding the space the journal
+//   needs to recover. `diskBytes` is what the segments hold on disk.
+// - acks.log is rewritten (atomically) with the
 //   acks of records still on disk when it holds ACKS_COMPACT_MIN records and
 //   twice as many as there are records on disk, and at every open.
 // - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
@@ -74,6 +80,8 @@ export class RetryQueue implements LongLived {
   private acksFh: FileHandle | null = null;
   private totalBytes = 0;
   private live = 0;
+  /** Each segment's size on disk (records acknowledged or not, damaged ones too). */
+  private segBytes = new Map<number, number>();
   /** Appends, acks and segment changes run one at a time (offsets are assigned from writeSize). */
   private chain: Promise<unknown> = Promise.resolve();
   /** Ack records in acks.log now (see ACKS_COMPACT_MIN). */
@@ -99,6 +107,13 @@ export class RetryQueue implements LongLived {
 
   get batches(): number {
     return this.live;
+  }
+
+  /** Bytes of the segment files on disk: `bytes` plus acknowledged records in segments still holding others (spoolship_queue_bytes). */
+  get diskBytes(): number {
+    let n = 0;
+    for (const b of this.segBytes.values()) n += b;
+    return n;
   }
 
   /** Records not acknowledged, except those of these Data Sources (a record whose Data Source is not known yet counts). */
@@ -156,9 +171,19 @@ export class RetryQueue implements LongLived {
       await this.writeFh!.write(rec, 0, rec.length >> 1, off);
       crashNow();
     }
-    await writeAllAt(this.writeFh!, [prefix, body], off);
-    await this.writeFh!.sync();
+    try {
+      await writeAllAt(this.writeFh!, [prefix, body], off);
+      await this.writeFh!.sync();
+    } catch (err) {
+      // ENOSPC part way: 3.1 MB of a record that will never be read sat in
+      // the segment on a full disk. Cutting it off frees them (truncating
+      // needs no space); should that fail too, the next append writes over
+      // them from `off` and an open cuts them as a torn tail.
+      await this.writeFh!.truncate(off).catch(() => undefined);
+      throw err;
+    }
     this.writeSize += recLen;
+    this.segBytes.set(this.writeSeg, this.writeSize);
     this.entries.push({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false, ds: header.ds });
     this.totalBytes += recLen;
     this.live++;
@@ -312,9 +337,12 @@ export class RetryQueue implements LongLived {
 
   private async rollSegment(): Promise<void> {
     await this.writeFh?.close();
+    // Not a closed handle left behind when the open below fails (ENOSPC, EMFILE).
+    this.writeFh = null;
     this.writeSeg++;
     this.writeFh = await fsp.open(this.segPath(this.writeSeg), 'w');
     this.writeSize = 0;
+    this.segBytes.set(this.writeSeg, 0);
     await fsyncDir(this.dir);
   }
 
@@ -322,9 +350,15 @@ export class RetryQueue implements LongLived {
     const bySeg = new Map<number, boolean>();
     for (const e of this.entries) bySeg.set(e.seg, (bySeg.get(e.seg) ?? true) && e.acked);
     for (const [seg, allAcked] of bySeg) {
-      if (!allAcked || seg === this.writeSeg) continue;
+      if (!allAcked) continue;
+      if (seg === this.writeSeg) {
+        // The next append rolls to a new segment (appends and acks are serial: none is under way).
+        await this.writeFh?.close();
+        this.writeFh = null;
+      }
       await fsp.rm(this.segPath(seg), { force: true });
       this.entries = this.entries.filter((e) => e.seg !== seg);
+      this.segBytes.delete(seg);
     }
   }
 
@@ -354,6 +388,7 @@ export class RetryQueue implements LongLived {
         }
         this.writeSeg = seg;
         this.writeSize = index.end;
+        this.segBytes.set(seg, index.end);
       } finally {
         await fh.close();
       }

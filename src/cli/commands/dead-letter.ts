@@ -13,7 +13,7 @@ import { confirm } from '../../clusters/confirm.js';
 import { createReplaySender } from '../../deadletter/replay-sender.js';
 import { inFlightCeiling } from '../../sender/from-config.js';
 import { deadLetterDir } from '../../deadletter/store.js';
-import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+import { parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship dead-letter list   [-c FILE] [--datasource DS] [--reason R] [--json]
        spoolship dead-letter replay [-c FILE] [--datasource DS] [--reason R] [--json]
@@ -123,6 +123,10 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
       "api.base_url is 'embedded': the embedded emulator lives inside a running agent, so replay has nowhere to send; set api.base_url (and api.token) to the Events API or a 'spoolship emulator', then run replay again",
     );
   }
+  // Judged as the agent judges it before a record is read: another user's
+  // state_dir may hold lines planted for this user's token to carry. One that
+  // does not exist holds none, and is not created.
+  await stateDirToWrite(config.state_dir, 'dead-letter replay', io);
   const say = (msg: string) => io.stderr.write(`spoolship dead-letter replay: ${msg}\n`);
   const sender = await createReplaySender(config, io.env, {
     onRetry: (reason, ds) => say(`retrying (${reason}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),

@@ -22,7 +22,7 @@ import { readQueueRecords, type QueueRecordView } from '../../report/queue-reade
 import { acquireLock } from '../../state/lock.js';
 import { StateStore } from '../../state/store.js';
 import { relocateFiles } from '../../spool/relocate.js';
-import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+import { parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship queue list        [-c FILE] [--datasource DS] [--json]
        spoolship queue dead-letter [-c FILE] [--datasource DS] [ID...] [--json]
@@ -159,6 +159,9 @@ function printList(config: Readonly<Config>, rows: QueueRow[], datasource: strin
 }
 
 async function moveToDeadLetters(config: Readonly<Config>, ids: number[], datasource: string | undefined, json: boolean, io: CliIo): Promise<number> {
+  // Judged as the agent judges it before anything is read or written there;
+  // one that does not exist holds no batch, and is not created.
+  if (!(await stateDirToWrite(config.state_dir, 'queue dead-letter', io))) return ids.length > 0 ? noSuchBatch(ids, io) : printMoved(0, 0, json, io);
   const queueDir = path.join(config.state_dir, 'queue');
   let lock;
   try {
@@ -175,10 +178,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
     const selected = records.filter((r) => r.header && (ids.length > 0 ? ids.includes(r.header.id) : r.header.ds === datasource) && (datasource === undefined || r.header.ds === datasource));
     const known = new Set(records.map((r) => r.header?.id));
     const unknown = ids.filter((id) => !known.has(id));
-    if (unknown.length > 0) {
-      io.stderr.write(`spoolship queue dead-letter: no queued batch ${unknown.join(', ')} (see 'spoolship queue list'); nothing moved\n`);
-      return EXIT_FAILURE;
-    }
+    if (unknown.length > 0) return noSuchBatch(unknown, io);
     const store = await StateStore.open({ stateDir: config.state_dir, now: () => Date.now(), onBackgroundError: () => undefined, relocate: relocateFiles });
     const queue = await RetryQueue.open(queueDir, config.queue.max_bytes, () => undefined);
     const dead = new DeadLetterStore(deadLetterDir(config.state_dir), config.dead_letter.max_bytes, () => new Date(), () => undefined);
@@ -200,9 +200,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
         await queue.ack({ seg: m.rec.seg, off: m.rec.off });
         io.stderr.write(`spoolship queue dead-letter: moved batch ${m.rec.header!.id} (${m.rec.header!.ds}, ${m.inputs.length} lines) to the dead-letter store, reason operator\n`);
       }
-      const summary = { moved_batches: moves.length, moved_lines: moves.reduce((n, m) => n + m.inputs.length, 0) };
-      io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `moved ${summary.moved_batches} batch(es), ${summary.moved_lines} line(s) to the dead-letter store\n`);
-      return EXIT_OK;
+      return printMoved(moves.length, moves.reduce((n, m) => n + m.inputs.length, 0), json, io);
     } finally {
       await queue.close();
       await store.close();
@@ -210,6 +208,17 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
   } finally {
     await lock.release();
   }
+}
+
+function noSuchBatch(ids: number[], io: CliIo): number {
+  io.stderr.write(`spoolship queue dead-letter: no queued batch ${ids.join(', ')} (see 'spoolship queue list'); nothing moved\n`);
+  return EXIT_FAILURE;
+}
+
+function printMoved(batches: number, lines: number, json: boolean, io: CliIo): number {
+  const summary = { moved_batches: batches, moved_lines: lines };
+  io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `moved ${summary.moved_batches} batch(es), ${summary.moved_lines} line(s) to the dead-letter store\n`);
+  return EXIT_OK;
 }
 
 /** The lines of a queued batch, as dead-letter inputs with their file and offset when the state knows them. */
