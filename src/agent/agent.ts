@@ -193,13 +193,16 @@ export class Agent {
         ),
       );
       this.batcher = this.createBatcher();
-      this.spooler = this.createSpooler();
+      // The reader tells the linger it went idle, and the linger asks it
+      // whether a Data Source is caught up: the linger comes first (the
+      // spooler's events hold it) and reaches the spooler late.
       this.linger = new Linger(this.batcher, {
         clock: this.clock,
         lingerMs: c.batch.linger_ms,
-        saturated: () => this.pipeline.saturated,
+        slots: this.pipeline,
         caughtUp: (ds) => this.spooler.caughtUp(ds),
       });
+      this.spooler = this.createSpooler();
       this.store.setSeenProvider((key) => this.spooler.seenOf(key));
       this.replayer = this.createReplayer();
       this.queueReport.update();
@@ -406,7 +409,7 @@ export class Agent {
       waitForRoom: () => this.pipeline.waitForRoom(),
       hasRoom: () => this.pipeline.hasRoom,
       watch: deps.watch ?? true,
-      events: spoolEvents({ log, metrics, onIdle: () => this.linger.readerIdle(), onLayout: (layout) => this.layout.report(layout) }),
+      events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
     });
   }
 

@@ -11,6 +11,7 @@
 // max_in_flight_bytes; `waitForRoom` makes the reader wait beyond that
 // (backpressure).
 import type { ClosedBatch } from '../batcher/batcher.js';
+import type { SendSlots } from '../batcher/linger.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
 import { deadLetterInputs } from '../deadletter/from-batch.js';
@@ -39,7 +40,7 @@ const EMPTY = Buffer.alloc(0);
 export const PIPELINE_SLACK = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-export class Pipeline implements LongLived {
+export class Pipeline implements LongLived, SendSlots {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
