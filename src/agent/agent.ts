@@ -183,6 +183,9 @@ export class Agent {
       for (const ds of this.store.dataSources()) this.metrics.knowDataSource(ds);
       const baseUrl = await this.connect();
       this.sender = this.createSender();
+      // Before the pipeline, which takes its buffers back and reads its open
+      // bytes; the batches it closes reach the pipeline through onClose.
+      this.batcher = this.createBatcher();
       this.pipeline = this.createPipeline();
       // They end together: the pipeline's deliveries wait inside the sender.
       parts.add(
@@ -192,7 +195,6 @@ export class Agent {
           () => Promise.all([this.sender.destroy(), this.pipeline.destroy()]),
         ),
       );
-      this.batcher = this.createBatcher();
       // The reader tells the linger it went idle, and the linger asks it
       // whether a Data Source is caught up: the linger comes first (the
       // spooler's events hold it) and reaches the spooler late.
@@ -328,13 +330,11 @@ export class Agent {
       metrics,
       log,
       clock,
-      maxInFlight: () => this.sender.concurrencyLimit,
       maxInFlightCeiling: inFlightCeiling(c),
       spillDir: spillDir(c.state_dir),
       bodiesInMemoryBytes: deps.bodiesInMemoryBytes ?? BODIES_IN_MEMORY_BYTES,
-      recycle: (body) => this.batcher.recycle(body),
+      batcher: this.batcher,
       onBodyDropped: deps.onBodyDropped,
-      openBytes: () => this.batcher.openBytes,
       maxOpenBytes: c.batch.max_open_bytes,
       maxBatchBytes: c.batch.max_bytes,
       writes: this.acker,

@@ -10,7 +10,7 @@
 // and done, and at most PIPELINE_SLACK compressed bodies wait for room under
 // max_in_flight_bytes; `waitForRoom` makes the reader wait beyond that
 // (backpressure).
-import type { ClosedBatch } from '../batcher/batcher.js';
+import type { Batcher, ClosedBatch } from '../batcher/batcher.js';
 import type { SendSlots } from '../batcher/linger.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
@@ -68,19 +68,16 @@ export class Pipeline implements LongLived, SendSlots {
        * this instead of piling uncompressed batches up in memory.
        */
       compressionThreads: number;
-      /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
-      maxInFlight: () => number;
       /** The most that can ever be in flight (sizes the body pool). */
       maxInFlightCeiling: number;
       /** Where bodies beyond `bodiesInMemoryBytes` are spilled (held-bodies.ts); prepared by the caller. */
       spillDir: string;
       bodiesInMemoryBytes: number;
-      /** Take back an uncompressed body once it is compressed. */
-      recycle: (body: Buffer) => void;
+      /** Takes back an uncompressed body once it is compressed; its open (unsent) batch bytes right now bound the reader with `maxOpenBytes`. */
+      batcher: Pick<Batcher, 'recycle' | 'openBytes'>;
       /** `bytes` of native memory were dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
       onBodyDropped?: (bytes: number, how: DroppedHow) => void;
-      /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
-      openBytes: () => number;
+      /** batch.max_open_bytes: the bound of the batcher's open bytes. */
       maxOpenBytes: number;
       /** batch.max_bytes: with max_open_bytes it bounds how many full batches may wait. */
       maxBatchBytes: number;
@@ -101,6 +98,11 @@ export class Pipeline implements LongLived, SendSlots {
       onSpilled: (bytes) => o.metrics.spilledBodyBytes.set(bytes),
       onDropped: o.onBodyDropped,
     });
+  }
+
+  /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
+  private get maxInFlight(): number {
+    return this.o.sender.concurrencyLimit;
   }
 
   get batchesActive(): number {
@@ -133,7 +135,7 @@ export class Pipeline implements LongLived, SendSlots {
 
   /** True while closed batches wait for a send slot: the rate limit (or the API) binds, or the bytes in flight do. */
   get saturated(): boolean {
-    return this.active >= this.o.maxInFlight() + PIPELINE_SLACK || this.bytesBind();
+    return this.active >= this.maxInFlight + PIPELINE_SLACK || this.bytesBind();
   }
 
   /**
@@ -158,12 +160,12 @@ export class Pipeline implements LongLived, SendSlots {
   }
 
   private full(): boolean {
-    const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
+    const extra = Math.min(this.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     return (
       this.compressing >= this.o.compressionThreads ||
       this.bytesBind() ||
-      this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
-      (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes)
+      this.active >= this.maxInFlight + PIPELINE_SLACK + extra ||
+      (this.saturated && this.o.batcher.openBytes >= this.o.maxOpenBytes)
     );
   }
 
@@ -263,13 +265,13 @@ export class Pipeline implements LongLived, SendSlots {
     body = EMPTY;
     const held = await holding;
     const keepsBatch = own && Buffer.isBuffer(held);
-    if (!keepsBatch) this.o.recycle(batch.body);
+    if (!keepsBatch) this.o.batcher.recycle(batch.body);
     batch.body = EMPTY;
     try {
       await this.deliver(batch, held, rawLen, !recovered);
     } finally {
       this.bodies.release(held);
-      if (keepsBatch) this.o.recycle(held as Buffer);
+      if (keepsBatch) this.o.batcher.recycle(held as Buffer);
     }
   }
 
