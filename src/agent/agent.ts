@@ -362,13 +362,13 @@ export class Agent {
     const { config: c, clock, metrics } = this;
     return new Batcher({
       progress: this.store.claims,
-      newBatchId: () => this.store.newBatchId(),
+      batchIds: this.store,
       now: () => clock.now(),
       maxBytes: c.batch.max_bytes,
       maxLineBytes: c.spool.max_line_bytes,
       maxOpenBytes: c.batch.max_open_bytes,
       validateJson: c.validate === 'json',
-      capFor: (ds) => this.sender.capFor(ds),
+      sizeCaps: this.sender,
       onClose: (b) => {
         this.pipeline.submit(b);
         // undici loads while this first batch compresses (http-client.ts).

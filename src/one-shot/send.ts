@@ -132,13 +132,13 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   let nextId = 1;
   const batcher = new Batcher({
     progress,
-    newBatchId: () => nextId++,
+    batchIds: { newBatchId: () => nextId++ },
     now: () => Date.now(),
     maxBytes: c.batch.max_bytes,
     maxLineBytes: c.spool.max_line_bytes,
     maxOpenBytes: c.batch.max_open_bytes,
     validateJson: c.validate === 'json',
-    capFor: (ds) => sender.capFor(ds),
+    sizeCaps: sender,
     onClose: (b) => {
       const t: Promise<void> = deliver(b)
         .catch((err) => {
