@@ -427,7 +427,7 @@ export class Agent {
         this.store.completeQueued(id);
         this.sender.forget(id);
       },
-      keepPieces: (id, pieces) => this.pipeline.keepPieces(id, pieces),
+      pieceKeeper: this.pipeline,
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
     });
@@ -468,7 +468,7 @@ export class Agent {
       deadLetters: this.deadLetters,
       clock: this.clock,
       log: this.deps.log,
-      deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.pipeline.deadLetterLines(id, ds, lineStart, raw, reason, status),
+      deadLetterPath: this.pipeline,
       writes: this.acker,
       onQueueChange: () => this.queueReport.update(),
       pathOf: (k) => this.pathOf(k),

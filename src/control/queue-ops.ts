@@ -25,6 +25,11 @@ import type { StateWrites } from '../state/acker.js';
 const PICKUP_WAIT_MS = 5000;
 const PICKUP_POLL_MS = 50;
 
+/** The agent's dead-letter path for a batch's lines: file and offset located, metrics counted (Pipeline implements it). */
+export interface DeadLetterPath {
+  deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null): Promise<void>;
+}
+
 export interface QueueOpsDeps {
   queue: RetryQueue;
   sender: Sender;
@@ -32,8 +37,8 @@ export interface QueueOpsDeps {
   deadLetters: DeadLetterStore;
   clock: Clock;
   log: Logger;
-  /** The agent's dead-letter path for a batch's lines (file and offset located, metrics counted). */
-  deadLetterLines: (batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null) => Promise<void>;
+  /** Where a moved batch's lines are dead-lettered. */
+  deadLetterPath: DeadLetterPath;
   /** Runs each state write, waiting out a full state_dir (state/acker.ts). */
   writes: StateWrites;
   /** The queue changed (its metrics). */
@@ -193,7 +198,7 @@ export class QueueOps {
       throw new Error(`queued batch ${header.id} cannot be read (damaged): the agent reads its lines again from the spool`);
     }
     const raw = rec.header.encoding ? await decodeBody(rec.header.encoding, rec.body) : rec.body;
-    await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
+    await this.d.deadLetterPath.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
     this.d.sender.forget(header.id);

@@ -12,6 +12,7 @@
 // (backpressure).
 import type { Batcher, ClosedBatch } from '../batcher/batcher.js';
 import type { SendSlots } from '../batcher/linger.js';
+import type { DeadLetterPath } from '../control/queue-ops.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
 import { deadLetterInputs } from '../deadletter/from-batch.js';
@@ -22,6 +23,7 @@ import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
+import type { PieceKeeper } from '../queue/replayer.js';
 import type { Clock } from '../util/clock.js';
 import type { DroppedHow } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -40,7 +42,7 @@ const EMPTY = Buffer.alloc(0);
 export const PIPELINE_SLACK = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-export class Pipeline implements LongLived, SendSlots {
+export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPath {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
