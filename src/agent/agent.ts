@@ -30,7 +30,8 @@ import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { secureStateDir } from '../state/dir-trust.js';
 import { StateDirWatch } from '../state/dir-watch.js';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
+import type { HeapGrowth } from '../util/heap-growth.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
@@ -70,10 +71,10 @@ export interface AgentDeps {
   /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
-  /** The number of files followed or tracked, on every tick (V8's heap growth follows it: util/heap-growth.ts). */
-  onStateSize?: (files: number) => void;
-  /** A compressed body's `bytes` of native memory are no longer referenced (util/scavenge.ts gives them back). */
-  onBodyDropped?: (bytes: number, how: DroppedHow) => void;
+  /** Told the number of files followed or tracked, on every tick (V8's heap growth follows it). */
+  heapGrowth?: Pick<HeapGrowth, 'update'>;
+  /** Told when a compressed body's `bytes` of native memory are no longer referenced (the Scavenger gives them back). */
+  bodyDrops?: BodyDrops;
   /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
   bodiesInMemoryBytes?: number;
   /** The codec of compression.codec/level (tests: one that counts the compressions under way). */
@@ -334,7 +335,7 @@ export class Agent {
       spillDir: spillDir(c.state_dir),
       bodiesInMemoryBytes: deps.bodiesInMemoryBytes ?? BODIES_IN_MEMORY_BYTES,
       batcher: this.batcher,
-      onBodyDropped: deps.onBodyDropped,
+      bodyDrops: deps.bodyDrops,
       maxOpenBytes: c.batch.max_open_bytes,
       maxBatchBytes: c.batch.max_bytes,
       writes: this.acker,
@@ -503,7 +504,7 @@ export class Agent {
     this.queueReport.update();
     this.counts.flush();
     this.acker.tick();
-    this.deps.onStateSize?.(Math.max(this.spooler.fileCount, this.store.fileCount));
+    this.deps.heapGrowth?.update(Math.max(this.spooler.fileCount, this.store.fileCount));
   }
 
   /**

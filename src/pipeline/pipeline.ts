@@ -25,7 +25,7 @@ import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
 import type { PieceKeeper } from '../queue/replayer.js';
 import type { Clock } from '../util/clock.js';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
@@ -77,8 +77,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       bodiesInMemoryBytes: number;
       /** Takes back an uncompressed body once it is compressed; its open (unsent) batch bytes right now bound the reader with `maxOpenBytes`. */
       batcher: Pick<Batcher, 'recycle' | 'openBytes'>;
-      /** `bytes` of native memory were dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
-      onBodyDropped?: (bytes: number, how: DroppedHow) => void;
+      /** Told of native memory dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
+      bodyDrops?: BodyDrops;
       /** batch.max_open_bytes: the bound of the batcher's open bytes. */
       maxOpenBytes: number;
       /** batch.max_bytes: with max_open_bytes it bounds how many full batches may wait. */
@@ -98,7 +98,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       keep: o.maxInFlightCeiling + PIPELINE_SLACK,
       log: o.log,
       onSpilled: (bytes) => o.metrics.spilledBodyBytes.set(bytes),
-      onDropped: o.onBodyDropped,
+      drops: o.bodyDrops,
     });
   }
 

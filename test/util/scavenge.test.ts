@@ -121,9 +121,11 @@ describe('scavenger', () => {
     const dropped: number[] = [];
     const hows = new Set<DroppedHow>();
     await startAgent(config, {
-      onBodyDropped: (b, how) => {
-        dropped.push(b);
-        hows.add(how);
+      bodyDrops: {
+        dropped: (b, how) => {
+          dropped.push(b);
+          hows.add(how);
+        },
       },
     });
     const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
@@ -143,7 +145,7 @@ describe('scavenger', () => {
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 } });
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
     const by = { copied: 0, sent: 0 };
-    await startAgent(config, { bodiesInMemoryBytes: 0, onBodyDropped: (b, how) => (by[how] += b) });
+    await startAgent(config, { bodiesInMemoryBytes: 0, bodyDrops: { dropped: (b, how) => (by[how] += b) } });
     const sum = (rs: Array<{ bodyBytes: number }>) => rs.reduce((n, r) => n + r.bodyBytes, 0);
     await waitFor(() => rows(emu, dir, 'ev').length === 2000 && by.sent === sum(emu.requests()), 'all 2,000 rows, every request reported');
     const accepted = emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
@@ -157,7 +159,7 @@ describe('scavenger', () => {
     const config = configFor(dir, emu, { batch: { max_bytes: 20_000, linger_ms: 50 }, compression: { codec: 'none' } });
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), jsonLines('a', 0, 2000, 40));
     const dropped: number[] = [];
-    await startAgent(config, { onBodyDropped: (b) => dropped.push(b) });
+    await startAgent(config, { bodyDrops: { dropped: (b) => dropped.push(b) } });
     await waitFor(() => rows(emu, dir, 'ev').length === 2000, 'all 2,000 rows at the emulator');
     expect(emu.requests().length).toBeGreaterThan(5);
     expect(dropped).toEqual([]);
