@@ -533,7 +533,7 @@ export class Agent {
     const queueByDataSource = await this.queue.byDataSource();
     return statusReport({
       tailers: this.spooler.files,
-      committedOf: (key) => this.store.committedOf(key),
+      store: this.store,
       queuedRanges: queuedRangesByFile(this.store.queuedIntents()),
       linesRead: this.metrics.linesRead,
       linesDeadLettered: this.metrics.linesDeadLettered,
