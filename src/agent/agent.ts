@@ -476,7 +476,7 @@ export class Agent {
       deadLetterMaxBytes: this.config.dead_letter.max_bytes,
       status: () => this.status(),
     });
-    this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
+    this.control = await ControlServer.listen(this.config.state_dir, ops);
     this.parts.add('control socket', this.control);
   }
 
@@ -634,7 +634,7 @@ export class Agent {
         await this.store.close();
         await this.queue.close();
       },
-      unwind: (how) => this.parts.unwind(how),
+      started: this.parts,
       flushLogs: () => this.counts.flush(true),
     };
   }

@@ -19,6 +19,7 @@ import type { HeldBatch, RootBatch, Sender } from '../sender/sender.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { ControlAnswer, ControlRequest, MoveSummary, QueueRow } from './protocol.js';
+import type { ControlHandler } from './server.js';
 import type { StateWrites } from '../state/acker.js';
 
 /** How long a move waits for a queued batch the replayer is picking up to show as a delivery. */
@@ -59,7 +60,7 @@ interface Found {
   held: HeldBatch | null;
 }
 
-export class QueueOps {
+export class QueueOps implements ControlHandler {
   /** One operator request at a time: two moves of the same batch must not race. */
   private chain: Promise<unknown> = Promise.resolve();
 
