@@ -303,7 +303,7 @@ export class Agent {
     this.engine = await openDelivery(c, {
       baseUrl,
       network: identity ? { route: this.route, identity: identity.get() } : EMBEDDED_NETWORK,
-      token: () => this.token.get(),
+      token: this.token,
       log,
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
       codec: this.codec,

@@ -76,7 +76,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   };
   const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
   // The same engine as `run`: with limits.redis_url, the fleet's shared budget.
-  const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: () => o.token, log: o.log });
+  const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: { get: () => o.token }, log: o.log });
   const codec = engine.codec;
   const storeDeadLetter = async (input: DeadLetterInput) => {
     await o.deadLetters.add(input);
