@@ -193,9 +193,10 @@ export class Agent {
           () => Promise.all([this.sender.destroy(), this.pipeline.destroy()]),
         ),
       );
-      // The reader tells the linger it went idle, and the linger asks it
-      // whether a Data Source is caught up: the linger comes first (the
-      // spooler's events hold it) and reaches the spooler late.
+      // The reader tells the linger when it goes idle, and the linger asks the
+      // reader whether a Data Source is caught up: the linger is built first
+      // (the spooler's events hold it) and reaches the spooler, built after
+      // it, through caughtUp.
       this.linger = new Linger(this.batcher, {
         clock: this.clock,
         lingerMs: c.batch.linger_ms,
