@@ -12,7 +12,6 @@ import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
-import { apiBaseUrl } from '../config/index.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
 import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
@@ -20,7 +19,7 @@ import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, type Readiness } from '../admin/server.js';
 import type { EventsClient } from '../sender/http-client.js';
-import { createSender, openDelivery, type DeliveryEngine } from '../sender/engine.js';
+import { createSender } from '../sender/engine.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
@@ -30,14 +29,13 @@ import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { secureStateDir } from '../state/dir-trust.js';
 import { StateDirWatch } from '../state/dir-watch.js';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
+import type { HeapGrowth } from '../util/heap-growth.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { clientCertChanged, clientCertRefused, deadLetterDropped, proxyInUse, queueRecordSkipped, stateDirTightened, stateFaultGauge, tokenChanged } from '../observe/state-events.js';
-import { DIRECT, proxyRoute, type ProxyRoute } from '../config/proxy.js';
-import { ClientIdentitySource } from '../net/client-identity.js';
-import { EMBEDDED_NETWORK } from '../net/setup.js';
+import { deadLetterDropped, queueRecordSkipped, stateDirTightened, stateFaultGauge } from '../observe/state-events.js';
+import { ApiConnection } from './api-connection.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
@@ -51,8 +49,6 @@ import { BODIES_IN_MEMORY_BYTES, HeldBodies, spillDir } from '../pipeline/held-b
 import { Acker } from '../state/acker.js';
 import { Resender, completeQueuedIntents } from '../recovery/resend.js';
 import { reportRecovery } from '../recovery/report.js';
-import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.js';
-import { startEmbedded, type EmbeddedEmulator } from '../emulator/embedded.js';
 import { CountLog } from '../observe/count-log.js';
 import { SenderEvents } from '../observe/sender-events.js';
 import { QueueReport, readiness } from '../observe/health.js';
@@ -70,10 +66,10 @@ export interface AgentDeps {
   /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
-  /** The number of files followed or tracked, on every tick (V8's heap growth follows it: util/heap-growth.ts). */
-  onStateSize?: (files: number) => void;
-  /** A compressed body's `bytes` of native memory are no longer referenced (util/scavenge.ts gives them back). */
-  onBodyDropped?: (bytes: number, how: DroppedHow) => void;
+  /** Told the number of files followed or tracked, on every tick (V8's heap growth follows it). */
+  heapGrowth?: Pick<HeapGrowth, 'update'>;
+  /** Told when a compressed body's `bytes` of native memory are no longer referenced (the Scavenger gives them back). */
+  bodyDrops?: BodyDrops;
   /** Compressed bodies kept in memory before the next are spilled (default BODIES_IN_MEMORY_BYTES; tests: 0, spill every body). */
   bodiesInMemoryBytes?: number;
   /** The codec of compression.codec/level (tests: one that counts the compressions under way). */
@@ -94,7 +90,6 @@ export class Agent {
   private store!: StateStore;
   private deadLetters!: DeadLetterStore;
   private sender!: Sender;
-  private engine!: DeliveryEngine;
   private client!: EventsClient;
   private batcher!: Batcher;
   private spooler!: Spooler;
@@ -103,11 +98,8 @@ export class Agent {
   private replayer!: QueueReplayer;
   private admin: AdminServer | null = null;
   private control: ControlServer | null = null;
-  private token!: TokenSource;
-  /** api.client_cert_file / api.client_key_file, watched; null for the embedded emulator. */
-  private identity: ClientIdentitySource | null = null;
-  private route: ProxyRoute = DIRECT;
-  private embedded: EmbeddedEmulator | null = null;
+  /** The address, token, client certificate, proxy route and delivery engine. */
+  private readonly api: ApiConnection;
   /** Stops the tick, or null. */
   private stopTick: (() => void) | null = null;
   private readonly stopper: StopSequence;
@@ -152,6 +144,15 @@ export class Agent {
     for (const s of config.spool.sources) this.metrics.knowDataSource(s.datasource);
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
     this.metrics.compressionThreads.set(this.threads.threads);
+    this.api = new ApiConnection(config, {
+      log: deps.log,
+      metrics: this.metrics,
+      parts: this.parts,
+      codec: this.codec,
+      clock: this.clock,
+      env: deps.env ?? {},
+      wake: () => this.sender.wake(),
+    });
   }
 
   static async start(config: Readonly<Config>, deps: AgentDeps): Promise<Agent> {
@@ -165,14 +166,9 @@ export class Agent {
     try {
       // The admin address and the token first: a start refused for its
       // config (a taken port, no token, an unreadable token_file) must
-      // create nothing (no state_dir, checkpoint or journal). The embedded
-      // emulator's token comes with it, in connect().
+      // create nothing (no state_dir, checkpoint or journal).
       await this.startAdmin();
-      if (c.api.base_url !== 'embedded') {
-        this.token = await TokenSource.create(c.api.token, c.api.token_file);
-        this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
-        this.route = proxyRoute(c.api.proxy, deps.env ?? {}, apiBaseUrl(c));
-      }
+      await this.api.readCredentials();
       // Before anything is written there: refused when another user could change it.
       await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
       this.lock = await acquireLock(c.state_dir);
@@ -181,8 +177,13 @@ export class Agent {
       parts.add('state_dir watch', this.dirWatch);
       await this.openState();
       for (const ds of this.store.dataSources()) this.metrics.knowDataSource(ds);
-      const baseUrl = await this.connect();
+      const baseUrl = await this.api.open();
+      this.apiUrl = baseUrl;
+      this.client = this.api.engine.client;
       this.sender = this.createSender();
+      // Before the pipeline, which takes its buffers back and reads its open
+      // bytes; the batches it closes reach the pipeline through onClose.
+      this.batcher = this.createBatcher();
       this.pipeline = this.createPipeline();
       // They end together: the pipeline's deliveries wait inside the sender.
       parts.add(
@@ -192,14 +193,17 @@ export class Agent {
           () => Promise.all([this.sender.destroy(), this.pipeline.destroy()]),
         ),
       );
-      this.batcher = this.createBatcher();
-      this.spooler = this.createSpooler();
+      // The reader tells the linger when it goes idle, and the linger asks the
+      // reader whether a Data Source is caught up: the linger is built first
+      // (the spooler's events hold it) and reaches the spooler, built after
+      // it, through caughtUp.
       this.linger = new Linger(this.batcher, {
         clock: this.clock,
         lingerMs: c.batch.linger_ms,
-        saturated: () => this.pipeline.saturated,
+        slots: this.pipeline,
         caughtUp: (ds) => this.spooler.caughtUp(ds),
       });
+      this.spooler = this.createSpooler();
       this.store.setSeenProvider((key) => this.spooler.seenOf(key));
       this.replayer = this.createReplayer();
       this.queueReport.update();
@@ -269,45 +273,6 @@ export class Agent {
     });
   }
 
-  /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */
-  private async connect(): Promise<string> {
-    const { config: c, deps, metrics } = this;
-    const log = deps.log;
-    let baseUrl = apiBaseUrl(c);
-    if (baseUrl === 'embedded') {
-      this.embedded = await startEmbedded(c.state_dir);
-      this.parts.add('embedded emulator', partOf(() => this.embedded?.close()));
-      baseUrl = this.embedded.url;
-      this.token = await TokenSource.create(this.embedded.token, null);
-      log.info({ url: baseUrl }, 'embedded emulator started');
-    } else {
-      if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
-        log.warn({ event: 'token_file_readable', file: c.api.token_file }, TOKEN_FILE_READABLE);
-      }
-    }
-    this.apiUrl = baseUrl;
-    this.token.watch(tokenChanged(log, () => this.sender.wake()));
-    this.parts.add('token watch', this.token);
-    const identity = this.identity;
-    if (identity) {
-      identity.watch(clientCertChanged(log, () => this.renewIdentity()), clientCertRefused(log));
-      this.parts.add('client certificate watch', identity);
-    }
-    if (this.route.kind === 'proxy') proxyInUse(log, this.route);
-    this.engine = await openDelivery(c, {
-      baseUrl,
-      network: identity ? { route: this.route, identity: identity.get() } : EMBEDDED_NETWORK,
-      token: () => this.token.get(),
-      log,
-      onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
-      codec: this.codec,
-      clock: this.clock,
-    });
-    this.client = this.engine.client;
-    this.parts.add('delivery engine', this.engine);
-    return baseUrl;
-  }
-
   private createPipeline(): Pipeline {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
@@ -325,13 +290,11 @@ export class Agent {
       metrics,
       log,
       clock,
-      maxInFlight: () => this.sender.concurrencyLimit,
       maxInFlightCeiling: inFlightCeiling(c),
       spillDir: spillDir(c.state_dir),
       bodiesInMemoryBytes: deps.bodiesInMemoryBytes ?? BODIES_IN_MEMORY_BYTES,
-      recycle: (body) => this.batcher.recycle(body),
-      onBodyDropped: deps.onBodyDropped,
-      openBytes: () => this.batcher.openBytes,
+      batcher: this.batcher,
+      bodyDrops: deps.bodyDrops,
       maxOpenBytes: c.batch.max_open_bytes,
       maxBatchBytes: c.batch.max_bytes,
       writes: this.acker,
@@ -359,13 +322,13 @@ export class Agent {
     const { config: c, clock, metrics } = this;
     return new Batcher({
       progress: this.store.claims,
-      newBatchId: () => this.store.newBatchId(),
+      batchIds: this.store,
       now: () => clock.now(),
       maxBytes: c.batch.max_bytes,
       maxLineBytes: c.spool.max_line_bytes,
       maxOpenBytes: c.batch.max_open_bytes,
       validateJson: c.validate === 'json',
-      capFor: (ds) => this.sender.capFor(ds),
+      sizeCaps: this.sender,
       onClose: (b) => {
         this.pipeline.submit(b);
         // undici loads while this first batch compresses (http-client.ts).
@@ -405,7 +368,7 @@ export class Agent {
       scanSlice: deps.scanSlice,
       room: this.pipeline,
       watch: deps.watch ?? true,
-      events: spoolEvents({ log, metrics, onIdle: () => this.linger.readerIdle(), onLayout: (layout) => this.layout.report(layout) }),
+      events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
     });
   }
 
@@ -423,7 +386,7 @@ export class Agent {
         this.store.completeQueued(id);
         this.sender.forget(id);
       },
-      keepPieces: (id, pieces) => this.pipeline.keepPieces(id, pieces),
+      pieceKeeper: this.pipeline,
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
     });
@@ -464,14 +427,14 @@ export class Agent {
       deadLetters: this.deadLetters,
       clock: this.clock,
       log: this.deps.log,
-      deadLetterLines: (id, ds, lineStart, raw, reason, status) => this.pipeline.deadLetterLines(id, ds, lineStart, raw, reason, status),
+      deadLetterPath: this.pipeline,
       writes: this.acker,
       onQueueChange: () => this.queueReport.update(),
       pathOf: (k) => this.pathOf(k),
       deadLetterMaxBytes: this.config.dead_letter.max_bytes,
       status: () => this.status(),
     });
-    this.control = await ControlServer.listen(this.config.state_dir, (req) => ops.handle(req));
+    this.control = await ControlServer.listen(this.config.state_dir, ops);
     this.parts.add('control socket', this.control);
   }
 
@@ -486,7 +449,7 @@ export class Agent {
       parkedDataSources: () => this.sender?.parkedDataSources() ?? new Map(),
       deadLetters: { deadLetterLines: (...a) => this.pipeline.deadLetterLines(...a) },
     });
-    return createSender(this.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents });
+    return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents });
   }
 
   private pathOf(key: string): string | undefined {
@@ -499,7 +462,7 @@ export class Agent {
     this.queueReport.update();
     this.counts.flush();
     this.acker.tick();
-    this.deps.onStateSize?.(Math.max(this.spooler.trackedCount, this.store.fileCount));
+    this.deps.heapGrowth?.update(Math.max(this.spooler.trackedCount, this.store.fileCount));
   }
 
   /**
@@ -528,7 +491,7 @@ export class Agent {
     const queueByDataSource = await this.queue.byDataSource();
     return statusReport({
       tailers: this.spooler.files,
-      committedOf: (key) => this.store.committedOf(key),
+      store: this.store,
       queuedRanges: queuedRangesByFile(this.store.queuedIntents()),
       linesRead: this.metrics.linesRead,
       linesDeadLettered: this.metrics.linesDeadLettered,
@@ -557,20 +520,9 @@ export class Agent {
   }
 
   /** SIGHUP: re-read the token file and the client certificate, and retry parked work now. */
-  async reloadToken(): Promise<void> {
-    await this.token.reload();
-    const r = await this.identity?.reload();
-    if (r === 'changed') clientCertChanged(this.deps.log, () => this.renewIdentity())();
-    else if (typeof r === 'object') clientCertRefused(this.deps.log)(r.problem);
-    this.sender.wake();
+  reloadToken(): Promise<void> {
+    return this.api.reload();
   }
-
-  /** New connections with the client certificate now in use; what was parked or waits for a retry goes again. */
-  private renewIdentity(): void {
-    this.client.renew(this.identity?.get() ?? null);
-    this.sender.wake();
-  }
-
 
   /**
    * An error that ends the agent: log it once and hand it to the daemon, which
@@ -629,7 +581,7 @@ export class Agent {
         await this.store.close();
         await this.queue.close();
       },
-      unwind: (how) => this.parts.unwind(how),
+      started: this.parts,
       flushLogs: () => this.counts.flush(true),
     };
   }

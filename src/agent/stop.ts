@@ -22,7 +22,7 @@
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
-import type { Unwind } from './lifecycle.js';
+import type { StartedParts, Unwind } from './lifecycle.js';
 
 /** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
 export const PERSIST_RESERVE_MS = 2000;
@@ -42,8 +42,8 @@ export interface RunningParts {
   client: LongLived;
   /** Dead letters, the acker's last checkpoint, the journal, the checkpoint, the queue. */
   persist(): Promise<void>;
-  /** End every started part, last started first (agent/lifecycle.ts). */
-  unwind(how: Unwind): Promise<Array<{ name: string; err: unknown }>>;
+  /** What the start brought up, to end last started first. */
+  started: Pick<StartedParts, 'unwind'>;
   /** Counted log events still pending. */
   flushLogs(): void;
 }
@@ -84,17 +84,17 @@ export class StopSequence {
     const persisted = await this.within(p.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.o.stateDir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     const how: Unwind = ended && persisted ? 'close' : { destroy: new Error('shutdown timeout') };
-    for (const f of await p.unwind(how)) log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'a step of the stop sequence failed');
+    for (const f of await p.started.unwind(how)) log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'a step of the stop sequence failed');
     p.flushLogs();
     if (forReload) log.info({ event: 'pipeline_closed_for_reload' }, 'old pipeline closed; starting the new one');
     else log.info({ event: 'stopped' }, 'stopped');
   }
 
   /** After a fatal error: destroy what was started, last first, within FATAL_CLOSE_MS. */
-  async afterFatal(p: Pick<RunningParts, 'stopTimers' | 'unwind'>, err: unknown): Promise<void> {
+  async afterFatal(p: Pick<RunningParts, 'stopTimers' | 'started'>, err: unknown): Promise<void> {
     const deadline = this.o.clock.now() + FATAL_CLOSE_MS;
     p.stopTimers();
-    await this.within(p.unwind({ destroy: err }), deadline);
+    await this.within(p.started.unwind({ destroy: err }), deadline);
   }
 
   /** Wait for `p` until `deadline` on the clock; false when time ran out (p goes on, unobserved). */

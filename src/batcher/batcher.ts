@@ -35,17 +35,26 @@ export interface ClosedBatch {
   firstAt: number;
 }
 
+/** Where a new batch's id comes from (StateStore implements it; `send` counts). */
+export interface BatchIds {
+  newBatchId(): number;
+}
+
+/** The current size cap per Data Source: max_bytes, or lower after a 413 (Sender implements it). */
+export interface SizeCaps {
+  capFor(ds: string): number;
+}
+
 export interface BatcherDeps {
   /** Where every byte handed over is claimed (the agent's durable progress, or an in-memory one for `send`). */
   progress: Pick<Progress, 'claim'>;
-  newBatchId: () => number;
+  batchIds: BatchIds;
   now: () => number;
   maxBytes: number;
   maxLineBytes: number;
   maxOpenBytes: number;
   validateJson: boolean;
-  /** Current size cap per Data Source (max_bytes, or lower after a 413). */
-  capFor: (ds: string) => number;
+  sizeCaps: SizeCaps;
   onClose: (batch: ClosedBatch) => void;
   onDeadLetter: (input: DeadLetterInput, key: string, entry: RangeEntry) => void;
   /** Lines read, per Data Source (metrics). */
@@ -85,7 +94,7 @@ export class Batcher {
   /** Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at file offset `offset`. */
   append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number): void {
     const { deps } = this;
-    const cap = deps.capFor(file.ds);
+    const cap = deps.sizeCaps.capFor(file.ds);
     let b = this.batchFor(file.ds);
     let runStart = from;
     let runLines = 0;
@@ -185,7 +194,7 @@ export class Batcher {
     if (!b) {
       const now = this.deps.now();
       const afterFull = this.closedFull.delete(ds);
-      b = { id: this.deps.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now, afterFull, lastAppendAt: now };
+      b = { id: this.deps.batchIds.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now, afterFull, lastAppendAt: now };
       this.open.set(ds, b);
     }
     return b;

@@ -6,6 +6,7 @@
 // to two ticks later). While every send slot is taken (the rate limit
 // binds) nothing closes on time: open batches grow toward max_bytes instead
 // of becoming more small requests. All on the injected clock.
+import type { ReaderIdle } from '../observe/spool-events.js';
 import { after, type Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 
@@ -20,7 +21,13 @@ export interface LingeringBatches {
   closeDrained(quietMs: number, caughtUp: (ds: string) => boolean): void;
 }
 
-export class Linger implements LongLived {
+/** What the linger asks of the pipeline (Pipeline implements it). */
+export interface SendSlots {
+  /** True while every send slot is taken: nothing closes on time. */
+  readonly saturated: boolean;
+}
+
+export class Linger implements LongLived, ReaderIdle {
   readonly tickMs: number;
   readonly drainQuietMs: number;
   /** Cancels the pending drain check, or null. */
@@ -32,8 +39,7 @@ export class Linger implements LongLived {
     private readonly o: {
       clock: Clock;
       lingerMs: number;
-      /** True while every send slot is taken (Pipeline.saturated). */
-      saturated: () => boolean;
+      slots: SendSlots;
       /** Every file of the Data Source is read to its known end (Spooler.caughtUp). */
       caughtUp: (ds: string) => boolean;
     },
@@ -43,7 +49,7 @@ export class Linger implements LongLived {
   }
 
   tick(): void {
-    if (this.o.saturated()) return;
+    if (this.o.slots.saturated) return;
     this.batches.closeExpired(this.o.lingerMs);
     this.batches.closeDrained(this.drainQuietMs, this.o.caughtUp);
   }
@@ -53,7 +59,7 @@ export class Linger implements LongLived {
     if (this.drainCheck || this.stopped) return;
     this.drainCheck = after(this.o.clock, this.drainQuietMs, () => {
       this.drainCheck = null;
-      if (!this.o.saturated()) this.batches.closeDrained(this.drainQuietMs, this.o.caughtUp);
+      if (!this.o.slots.saturated) this.batches.closeDrained(this.drainQuietMs, this.o.caughtUp);
     });
   }
 

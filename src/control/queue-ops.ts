@@ -19,11 +19,17 @@ import type { HeldBatch, RootBatch, Sender } from '../sender/sender.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { ControlAnswer, ControlRequest, MoveSummary, QueueRow } from './protocol.js';
+import type { ControlHandler } from './server.js';
 import type { StateWrites } from '../state/acker.js';
 
 /** How long a move waits for a queued batch the replayer is picking up to show as a delivery. */
 const PICKUP_WAIT_MS = 5000;
 const PICKUP_POLL_MS = 50;
+
+/** The agent's dead-letter path for a batch's lines: file and offset located, metrics counted (Pipeline implements it). */
+export interface DeadLetterPath {
+  deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null): Promise<void>;
+}
 
 export interface QueueOpsDeps {
   queue: RetryQueue;
@@ -32,8 +38,8 @@ export interface QueueOpsDeps {
   deadLetters: DeadLetterStore;
   clock: Clock;
   log: Logger;
-  /** The agent's dead-letter path for a batch's lines (file and offset located, metrics counted). */
-  deadLetterLines: (batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null) => Promise<void>;
+  /** Where a moved batch's lines are dead-lettered. */
+  deadLetterPath: DeadLetterPath;
   /** Runs each state write, waiting out a full state_dir (state/acker.ts). */
   writes: StateWrites;
   /** The queue changed (its metrics). */
@@ -54,7 +60,7 @@ interface Found {
   held: HeldBatch | null;
 }
 
-export class QueueOps {
+export class QueueOps implements ControlHandler {
   /** One operator request at a time: two moves of the same batch must not race. */
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -193,7 +199,7 @@ export class QueueOps {
       throw new Error(`queued batch ${header.id} cannot be read (damaged): the agent reads its lines again from the spool`);
     }
     const raw = rec.header.encoding ? await decodeBody(rec.header.encoding, rec.body) : rec.body;
-    await this.d.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
+    await this.d.deadLetterPath.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
     this.d.sender.forget(header.id);

@@ -6,7 +6,10 @@ import net from 'node:net';
 import type { LongLived } from '../util/lifecycle.js';
 import { CONTROL_SOCKET, MAX_REQUEST_BYTES, MAX_SOCKET_PATH_BYTES, controlSocketPath, type ControlAnswer, type ControlRequest } from './protocol.js';
 
-export type ControlHandler = (req: ControlRequest) => Promise<ControlAnswer>;
+/** Answers each request on the socket (QueueOps implements it). */
+export interface ControlHandler {
+  handle(req: ControlRequest): Promise<ControlAnswer>;
+}
 
 export class ControlServer implements LongLived {
   private readonly sockets = new Set<net.Socket>();
@@ -64,7 +67,7 @@ export class ControlServer implements LongLived {
       const line = Buffer.concat(chunks).toString('utf8');
       const req = parseRequest(line.slice(0, line.indexOf('\n')));
       if (typeof req === 'string') return answer(socket, { ok: false, code: 2, error: req });
-      handler(req).then(
+      handler.handle(req).then(
         (a) => answer(socket, a),
         (err: unknown) => answer(socket, { ok: false, code: 1, error: err instanceof Error ? err.message : String(err) }),
       );

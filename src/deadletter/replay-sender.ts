@@ -55,7 +55,7 @@ export async function createReplaySender(config: Readonly<Config>, env: NodeJS.P
   const engine = await openDelivery(config, {
     baseUrl,
     network: await readNetworkSetup(config, baseUrl, env),
-    token: () => token.get(),
+    token,
     log: events.log ?? createLogger({ level: 'warn', format: config.log.format }, process.stderr),
   });
   return new ReplaySender(config, engine, events);

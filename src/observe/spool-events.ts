@@ -4,11 +4,16 @@
 // Source's directory or first file makes its metric series exist, at 0.
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { SpoolLayout } from '../spool/layout.js';
+import type { LayoutReporter } from '../spool/layout.js';
 import type { SpoolerEvents } from '../spool/options.js';
 
-export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => void; onLayout: (layout: SpoolLayout) => void }): SpoolerEvents {
-  const { log, metrics } = o;
+/** Told when a read round found nothing to read (Linger implements it: a drained backlog's last batch goes sooner). */
+export interface ReaderIdle {
+  readerIdle(): void;
+}
+
+export function spoolEvents(o: { log: Logger; metrics: Metrics; linger: ReaderIdle; layout: Pick<LayoutReporter, 'report'> }): SpoolerEvents {
+  const { log, metrics, linger, layout: reporter } = o;
   return {
     onDiscovered: (ds, file) => {
       metrics.knowDataSource(ds);
@@ -19,10 +24,10 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; onIdle: () => vo
       log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
     },
     onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
-    onIdle: o.onIdle,
+    onIdle: () => linger.readerIdle(),
     onLayout: (layout) => {
       for (const ds of layout.dataSourceDirs) metrics.knowDataSource(ds);
-      o.onLayout(layout);
+      reporter.report(layout);
     },
     onListFailed: (dir, code) => log.warn({ event: 'spool_list_failed', dir, code }, 'a spool directory cannot be listed: its files are kept as they were; will retry at each scan'),
     onListRecovered: (dir) => log.info({ event: 'spool_list_recovered', dir }, 'a spool directory is listed again'),

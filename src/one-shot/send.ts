@@ -76,7 +76,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   };
   const countDl = (reason: string, n: number) => (summary.lines_dead_lettered[reason] = (summary.lines_dead_lettered[reason] ?? 0) + n);
   // The same engine as `run`: with limits.redis_url, the fleet's shared budget.
-  const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: () => o.token, log: o.log });
+  const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: { get: () => o.token }, log: o.log });
   const codec = engine.codec;
   const storeDeadLetter = async (input: DeadLetterInput) => {
     await o.deadLetters.add(input);
@@ -132,13 +132,13 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   let nextId = 1;
   const batcher = new Batcher({
     progress,
-    newBatchId: () => nextId++,
+    batchIds: { newBatchId: () => nextId++ },
     now: () => Date.now(),
     maxBytes: c.batch.max_bytes,
     maxLineBytes: c.spool.max_line_bytes,
     maxOpenBytes: c.batch.max_open_bytes,
     validateJson: c.validate === 'json',
-    capFor: (ds) => sender.capFor(ds),
+    sizeCaps: sender,
     onClose: (b) => {
       const t: Promise<void> = deliver(b)
         .catch((err) => {

@@ -23,7 +23,7 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { SpilledBody, type Body } from '../sender/body.js';
 import { BodyPool } from './body-pool.js';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
 
 /**
  * Compressed bodies kept in memory before the next ones are spilled: ~4
@@ -53,8 +53,8 @@ export class HeldBodies {
       log: Logger;
       /** Bytes of bodies spilled now (the gauge spoolship_spilled_body_bytes). */
       onSpilled?: (bytes: number) => void;
-      /** A codec output was copied, or the buffers a spilled body was read into for a request, are dropped (util/scavenge.ts). */
-      onDropped?: (bytes: number, how: DroppedHow) => void;
+      /** Told when a codec output was copied, or the buffers a spilled body was read into for a request are dropped (util/scavenge.ts). */
+      drops?: BodyDrops;
     },
   ) {
     this.pool = new BodyPool(o.keep);
@@ -83,7 +83,7 @@ export class HeldBodies {
    */
   hold(body: Buffer, own: boolean): Promise<Body> {
     const mine = own ? body : this.pool.copy(body);
-    if (!own) this.o.onDropped?.(body.length, 'copied');
+    if (!own) this.o.drops?.dropped(body.length, 'copied');
     // Not async itself: `body` must not stay referenced while the spill is written.
     return this.place(mine);
   }
@@ -132,7 +132,7 @@ export class HeldBodies {
       for (let pos = 0; pos < body.length; ) pos += (await fh.write(body, pos, body.length - pos, pos)).bytesWritten;
       if (this.failing) this.o.log.info({ event: 'body_spill_resumed', dir: this.o.dir }, 'compressed bodies are spilled to state_dir again');
       this.failing = false;
-      return new SpilledBody(fh, body.length, this.o.onDropped);
+      return new SpilledBody(fh, body.length, this.o.drops);
     } catch (err) {
       await fh?.close().catch(() => undefined);
       await unlink(file).catch(() => undefined);

@@ -10,7 +10,9 @@
 // and done, and at most PIPELINE_SLACK compressed bodies wait for room under
 // max_in_flight_bytes; `waitForRoom` makes the reader wait beyond that
 // (backpressure).
-import type { ClosedBatch } from '../batcher/batcher.js';
+import type { Batcher, ClosedBatch } from '../batcher/batcher.js';
+import type { SendSlots } from '../batcher/linger.js';
+import type { DeadLetterPath } from '../control/queue-ops.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
 import { deadLetterInputs } from '../deadletter/from-batch.js';
@@ -21,8 +23,9 @@ import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from '../queue/retry-queue.js';
+import type { PieceKeeper } from '../queue/replayer.js';
 import type { Clock } from '../util/clock.js';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
@@ -39,7 +42,7 @@ const EMPTY = Buffer.alloc(0);
 export const PIPELINE_SLACK = 2;
 /** Failed attempts in memory before a batch moves to the disk queue. */
 export const QUICK_ATTEMPTS = 3;
-export class Pipeline implements LongLived {
+export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPath {
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
@@ -67,19 +70,16 @@ export class Pipeline implements LongLived {
        * this instead of piling uncompressed batches up in memory.
        */
       compressionThreads: number;
-      /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
-      maxInFlight: () => number;
       /** The most that can ever be in flight (sizes the body pool). */
       maxInFlightCeiling: number;
       /** Where bodies beyond `bodiesInMemoryBytes` are spilled (held-bodies.ts); prepared by the caller. */
       spillDir: string;
       bodiesInMemoryBytes: number;
-      /** Take back an uncompressed body once it is compressed. */
-      recycle: (body: Buffer) => void;
-      /** `bytes` of native memory were dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
-      onBodyDropped?: (bytes: number, how: DroppedHow) => void;
-      /** Open (unsent) batch bytes right now, and their bound (batch.max_open_bytes). */
-      openBytes: () => number;
+      /** Takes back an uncompressed body once it is compressed; its open (unsent) batch bytes right now bound the reader with `maxOpenBytes`. */
+      batcher: Pick<Batcher, 'recycle' | 'openBytes'>;
+      /** Told of native memory dropped: a codec output copied into the body pool, or the buffers a spilled body was sent from (util/scavenge.ts gives them back). */
+      bodyDrops?: BodyDrops;
+      /** batch.max_open_bytes: the bound of the batcher's open bytes. */
       maxOpenBytes: number;
       /** batch.max_bytes: with max_open_bytes it bounds how many full batches may wait. */
       maxBatchBytes: number;
@@ -98,8 +98,13 @@ export class Pipeline implements LongLived {
       keep: o.maxInFlightCeiling + PIPELINE_SLACK,
       log: o.log,
       onSpilled: (bytes) => o.metrics.spilledBodyBytes.set(bytes),
-      onDropped: o.onBodyDropped,
+      drops: o.bodyDrops,
     });
+  }
+
+  /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
+  private get maxInFlight(): number {
+    return this.o.sender.concurrencyLimit;
   }
 
   get batchesActive(): number {
@@ -132,7 +137,7 @@ export class Pipeline implements LongLived {
 
   /** True while closed batches wait for a send slot: the rate limit (or the API) binds, or the bytes in flight do. */
   get saturated(): boolean {
-    return this.active >= this.o.maxInFlight() + PIPELINE_SLACK || this.bytesBind();
+    return this.active >= this.maxInFlight + PIPELINE_SLACK || this.bytesBind();
   }
 
   /**
@@ -157,12 +162,12 @@ export class Pipeline implements LongLived {
   }
 
   private full(): boolean {
-    const extra = Math.min(this.o.maxInFlight(), Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
+    const extra = Math.min(this.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     return (
       this.compressing >= this.o.compressionThreads ||
       this.bytesBind() ||
-      this.active >= this.o.maxInFlight() + PIPELINE_SLACK + extra ||
-      (this.saturated && this.o.openBytes() >= this.o.maxOpenBytes)
+      this.active >= this.maxInFlight + PIPELINE_SLACK + extra ||
+      (this.saturated && this.o.batcher.openBytes >= this.o.maxOpenBytes)
     );
   }
 
@@ -262,13 +267,13 @@ export class Pipeline implements LongLived {
     body = EMPTY;
     const held = await holding;
     const keepsBatch = own && Buffer.isBuffer(held);
-    if (!keepsBatch) this.o.recycle(batch.body);
+    if (!keepsBatch) this.o.batcher.recycle(batch.body);
     batch.body = EMPTY;
     try {
       await this.deliver(batch, held, rawLen, !recovered);
     } finally {
       this.bodies.release(held);
-      if (keepsBatch) this.o.recycle(held as Buffer);
+      if (keepsBatch) this.o.batcher.recycle(held as Buffer);
     }
   }
 

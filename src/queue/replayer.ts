@@ -15,6 +15,15 @@ import type { Part, Sender } from '../sender/sender.js';
 import type { RetryQueue } from './retry-queue.js';
 import type { StateWrites } from '../state/acker.js';
 
+/**
+ * The agent stopped while a queued batch was being cut by 400s and some of it
+ * was acknowledged: queue what is left as records of their own; true when
+ * written, and the record goes (Pipeline implements it).
+ */
+export interface PieceKeeper {
+  keepPieces(id: number, pieces: Part[]): Promise<boolean>;
+}
+
 /** Queued batches in flight at once: leaves the rest of max_in_flight to fresh data. */
 export const REPLAY_CONCURRENCY = 2;
 /** The platform deduplicates a retried partial insert for 5 hours. */
@@ -39,12 +48,8 @@ export class QueueReplayer implements LongLived {
       onChange: () => void;
       /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
       onDelivered: (id: number) => void;
-      /**
-       * The agent stopped while a queued batch was being cut by 400s and some
-       * of it was acknowledged: queue what is left as records of their own
-       * (Pipeline.keepPieces); true when written, and the record goes.
-       */
-      keepPieces?: (id: number, pieces: Part[]) => Promise<boolean>;
+      /** Where what is left of a queued batch cut by 400s goes at a stop (absent: it stays queued whole). */
+      pieceKeeper?: PieceKeeper;
       onPastDedupWindow: () => void;
       /** Runs each state write, waiting out a full or read-only state_dir (state/acker.ts). */
       writes: StateWrites;
@@ -108,9 +113,9 @@ export class QueueReplayer implements LongLived {
           rawLen: rec.header.rawLen,
           lines: rec.header.lines,
         },
-        { leaveWhenDsParked: true, signal: this.abort.signal, onUnresolved: this.o.keepPieces && ((pieces) => (unresolved = pieces)) },
+        { leaveWhenDsParked: true, signal: this.abort.signal, onUnresolved: this.o.pieceKeeper && ((pieces) => (unresolved = pieces)) },
       );
-      if (unresolved && (await this.o.keepPieces!(rec.header.id, unresolved))) {
+      if (unresolved && (await this.o.pieceKeeper!.keepPieces(rec.header.id, unresolved))) {
         // Its acknowledged pieces must not be sent again: what is left is queued anew, the record goes.
         this.o.onDelivered(rec.header.id);
         await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));

@@ -2,13 +2,14 @@
 // `spoolship status --json` (the StatusReport of src/report/report.ts), built
 // from a snapshot of the running parts.
 import type { Readiness } from '../admin/server.js';
+import type { StateStore } from '../state/store.js';
 import { fileBytes, STATUS_VERSION, type ByteRange } from './report.js';
 
 /** What the report reads from the running agent. */
 export interface StatusView {
   tailers: Iterable<{ key: string; ds: string; path: string; lastSize: number; readOffset: number }>;
   /** A file's committed offset, if the state knows the file. */
-  committedOf: (key: string) => number | undefined;
+  store: Pick<StateStore, 'committedOf'>;
   /** Each file's ranges (by key) in the disk retry queue. */
   queuedRanges: ReadonlyMap<string, ByteRange[]>;
   /** prom-client counters labelled by `datasource`. */
@@ -36,7 +37,7 @@ export interface StatusView {
 
 export function statusReport(v: StatusView): unknown {
   const files = [...v.tailers].map((t) => {
-    const bytes = fileBytes(t.lastSize, t.readOffset, v.committedOf(t.key) ?? t.readOffset, v.queuedRanges.get(t.key) ?? []);
+    const bytes = fileBytes(t.lastSize, t.readOffset, v.store.committedOf(t.key) ?? t.readOffset, v.queuedRanges.get(t.key) ?? []);
     return { ds: t.ds, path: t.path, size: t.lastSize, read: t.readOffset, ...bytes };
   });
   const linesRead = metricByDataSource(v.linesRead);

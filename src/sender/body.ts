@@ -6,14 +6,14 @@
 // retries), and the file, having no name, cannot be removed or changed by
 // anyone else, nor outlive the process.
 import type { FileHandle } from 'node:fs/promises';
-import type { DroppedHow } from '../util/scavenge.js';
+import type { BodyDrops } from '../util/scavenge.js';
 
 /** Bytes read per step when a spilled body is sent. */
 const CHUNK = 64 * 1024;
 
 export class SpilledBody {
   /**
-   * `onDropped`: a step of `bytes` that was sent is no longer referenced here
+   * `drops`: told when a step of `bytes` that was sent is no longer referenced here
    * (`sent`: util/scavenge.ts gives such buffers back soon: every attempt
    * reads the body anew, and at 1-2 s answers ~50 MB of them a round trip
    * would otherwise wait for V8's next full collection).
@@ -21,7 +21,7 @@ export class SpilledBody {
   constructor(
     private readonly fh: FileHandle,
     readonly length: number,
-    private readonly onDropped?: (bytes: number, how: DroppedHow) => void,
+    private readonly drops?: BodyDrops,
   ) {}
 
   /** The whole body in memory again (a 400's split, the disk queue, dead letters). */
@@ -43,12 +43,12 @@ export class SpilledBody {
         yield n === buf.length ? buf : buf.subarray(0, n);
         sent += buf.length;
         if (sent >= CHUNK * 4) {
-          this.onDropped?.(sent, 'sent');
+          this.drops?.dropped(sent, 'sent');
           sent = 0;
         }
       }
     } finally {
-      if (sent > 0) this.onDropped?.(sent, 'sent');
+      if (sent > 0) this.drops?.dropped(sent, 'sent');
     }
   }
 

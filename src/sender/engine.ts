@@ -14,7 +14,7 @@ import type { NetworkSetup } from '../net/setup.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { clientOptionsFrom, senderSettingsFrom } from './from-config.js';
-import { EventsClient } from './http-client.js';
+import { EventsClient, type BearerToken } from './http-client.js';
 import type { RateLimiter } from './limiter.js';
 import { createLimiter } from './limiter-factory.js';
 import { Sender, type SenderHooks, type SenderOptions } from './sender.js';
@@ -33,8 +33,7 @@ export interface EngineContext {
   baseUrl: string;
   /** The proxy route and the client certificate (src/net/setup.ts). */
   network: NetworkSetup;
-  /** The token for each request (a token_file is re-read when it changes). */
-  token: () => string;
+  token: BearerToken;
   /** Where the shared budget's warnings go (a fallback to the local limit). */
   log: Logger;
   onFallback?: (active: boolean) => void;
@@ -48,7 +47,7 @@ export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Pro
   const client = new EventsClient(clientOptionsFrom(c, ctx.baseUrl, ctx.token, ctx.network));
   let limiter: RateLimiter;
   try {
-    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock });
+    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token.get(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock });
   } catch (err) {
     await client.destroy();
     throw err;

@@ -3,10 +3,10 @@
 // (a timeout, a retry setting, a limit) cannot reach one path and miss another.
 import type { Config } from '../config/types.js';
 import type { NetworkSetup } from '../net/setup.js';
-import type { EventsClientOptions } from './http-client.js';
+import type { BearerToken, EventsClientOptions } from './http-client.js';
 import type { SenderOptions } from './sender.js';
 
-export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: () => string, network: NetworkSetup): EventsClientOptions {
+export function clientOptionsFrom(c: Readonly<Config>, baseUrl: string, token: BearerToken, network: NetworkSetup): EventsClientOptions {
   return {
     route: network.route,
     identity: network.identity,

@@ -42,9 +42,14 @@ export type SendOutcome =
  */
 export const MAX_ANSWER_BYTES = 64 * 1024;
 
+/** The token for each request (TokenSource implements it: a token_file is re-read when it changes). */
+export interface BearerToken {
+  get(): string;
+}
+
 export interface EventsClientOptions {
   baseUrl: string;
-  token: () => string;
+  token: BearerToken;
   wait: boolean;
   http2: boolean;
   caFile: string | null;
@@ -121,7 +126,7 @@ export class EventsClient implements LongLived {
   async post(ds: string, body: Body, contentEncoding: string | null, cut?: AbortSignal): Promise<SendOutcome> {
     const pool = await this.pool();
     const query = `name=${encodeURIComponent(ds)}&wait=${this.opts.wait ? 'true' : 'false'}`;
-    const token = this.opts.token();
+    const token = this.opts.token.get();
     const headers: Record<string, string> = {
       authorization: `Bearer ${token}`,
       'content-type': 'application/x-ndjson',

@@ -12,6 +12,7 @@
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
 // of it was stored.
+import type { SizeCaps } from '../batcher/batcher.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
 import { InFlightBound } from './in-flight.js';
@@ -31,7 +32,7 @@ export { PROBE_BUDGET } from './bisection.js';
 export { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD } from './in-flight.js';
 export type { BudgetParkReason, DsParkReason };
 
-export class Sender implements LongLived {
+export class Sender implements LongLived, SizeCaps {
   readonly budgetPark: Park<BudgetParkReason>;
   private readonly refusals: DataSourceRefusals;
   private readonly notifier = new Notifier();

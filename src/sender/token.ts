@@ -5,10 +5,11 @@ import { MAX_SECRET_FILE_BYTES, readRegularFile } from '../util/bounded-read.js'
 import { promises as fsp } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { LongLived } from '../util/lifecycle.js';
+import type { BearerToken } from './http-client.js';
 import { FilePoll } from '../util/file-poll.js';
 
 
-export class TokenSource implements LongLived {
+export class TokenSource implements LongLived, BearerToken {
   private value: string;
   private stamp = '';
   private readonly poll = new FilePoll();

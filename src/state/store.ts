@@ -21,6 +21,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { atomicWrite } from '../util/fsx.js';
+import type { BatchIds } from '../batcher/batcher.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { JournalWriter, journalPath, listJournals, type FileMeta, type IntentRange, type QueuedIntent, type RangeRecord } from './journal.js';
 import { encodeCheckpointChunks } from './checkpoint-format.js';
@@ -87,7 +88,7 @@ export interface StateStoreOptions {
   relocate: FileRelocator;
 }
 
-export class StateStore implements LongLived {
+export class StateStore implements LongLived, BatchIds {
   /** Written only through this store's methods and the batcher's claims (`claims`). */
   private readonly progress = new Progress();
   private readonly intents = new Map<number, IntentInfo>();

@@ -52,6 +52,11 @@ function externalMemory(): number {
  */
 export type DroppedHow = 'copied' | 'sent';
 
+/** Told of compressed bodies' native memory no longer referenced (pipeline/held-bodies.ts, sender/body.ts); Scavenger implements it. */
+export interface BodyDrops {
+  dropped(bytes: number, how: DroppedHow): void;
+}
+
 type Collect = (type: 'minor' | 'major') => void;
 
 /** V8's collections (young generation, or full), or undefined where Node does not give them. */
@@ -71,7 +76,7 @@ export function collections(): Collect | undefined {
   }
 }
 
-export class Scavenger {
+export class Scavenger implements BodyDrops {
   private pending = 0;
   private sent = false;
   private scheduled = false;

@@ -15,13 +15,13 @@ function setup() {
   const closed: ClosedBatch[] = [];
   const batcher = new Batcher({
     progress,
-    newBatchId: () => id++,
+    batchIds: { newBatchId: () => id++ },
     now: () => now,
     maxBytes: 100,
     maxLineBytes: 100,
     maxOpenBytes: 10_000,
     validateJson: false,
-    capFor: () => 100,
+    sizeCaps: { capFor: () => 100 },
     onClose: (b) => closed.push({ ...b, body: Buffer.from(b.body) }),
     onDeadLetter: () => undefined,
   });

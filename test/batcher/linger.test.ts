@@ -10,15 +10,15 @@ const settle = () => new Promise((r) => setImmediate(r));
 function setup(lingerMs: number) {
   const clock = new ManualClock();
   const calls: string[] = [];
-  let saturated = false;
+  const slots = { saturated: false };
   const linger = new Linger(
     {
       closeExpired: (ms) => calls.push(`expired ${ms}`),
       closeDrained: (quiet, caughtUp) => calls.push(`drained ${quiet} ${caughtUp('ds')}`),
     },
-    { clock, lingerMs, saturated: () => saturated, caughtUp: (ds) => ds === 'ds' },
+    { clock, lingerMs, slots, caughtUp: (ds) => ds === 'ds' },
   );
-  return { clock, calls, linger, saturate: (v: boolean) => (saturated = v) };
+  return { clock, calls, linger, saturate: (v: boolean) => (slots.saturated = v) };
 }
 
 describe('Linger', () => {

@@ -25,9 +25,11 @@ async function stateDir(extra = ''): Promise<string> {
 
 async function serve(dir: string): Promise<{ server: ControlServer; seen: ControlRequest[] }> {
   const seen: ControlRequest[] = [];
-  const server = await ControlServer.listen(dir, async (req) => {
-    seen.push(req);
-    return { ok: true, rows: [] };
+  const server = await ControlServer.listen(dir, {
+    handle: async (req) => {
+      seen.push(req);
+      return { ok: true, rows: [] };
+    },
   });
   cleanups.push(() => server.close());
   return { server, seen };

@@ -33,7 +33,7 @@ async function setup(emuOpts: EmulatorOptions = {}, auth = true): Promise<{ dir:
 function client(emu: Emulator, setting: string | null, env: NodeJS.ProcessEnv = {}, http2 = false): EventsClient {
   const c = new EventsClient({
     baseUrl: emu.url,
-    token: () => emu.token,
+    token: { get: () => emu.token },
     wait: true,
     http2,
     caFile: emu.caFile,

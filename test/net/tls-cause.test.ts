@@ -24,7 +24,7 @@ async function setup() {
   cleanups.push(() => emu.close());
   const post = async (pair: ClientPair | null, http2: boolean) => {
     const identity = pair ? { cert: readFileSync(pair.certFile), key: readFileSync(pair.keyFile) } : null;
-    const c = new EventsClient({ baseUrl: emu.url, token: () => emu.token, wait: true, http2, caFile: emu.caFile, timeoutMs: 5000, maxConnections: 2, identity });
+    const c = new EventsClient({ baseUrl: emu.url, token: { get: () => emu.token }, wait: true, http2, caFile: emu.caFile, timeoutMs: 5000, maxConnections: 2, identity });
     cleanups.push(() => c.destroy());
     return c.post('ev', Buffer.from('{"a":1}\n'), null);
   };

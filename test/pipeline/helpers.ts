@@ -8,11 +8,11 @@ import path from 'node:path';
 import pino from 'pino';
 import type { Clock } from '../../src/util/clock.js';
 import { afterEach, expect } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import { Agent, type AgentDeps } from '../../src/agent/agent.js';
 import { resolveConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
-import type { DroppedHow } from '../../src/util/scavenge.js';
+import type { BodyDrops } from '../../src/util/scavenge.js';
 import type { Codec } from '../../src/codec/index.js';
 import { answersByStatus, compareRows, describeDelivery, impossible, quarantineSample } from '../support/delivery.js';
 
@@ -63,14 +63,14 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; onStateSize?: (files: number) => void; onBodyDropped?: (bytes: number, how: DroppedHow) => void; scanSlice?: number; bodiesInMemoryBytes?: number; codec?: Codec } = {}): Promise<Running> {
+export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; heapGrowth?: AgentDeps['heapGrowth']; bodyDrops?: BodyDrops; scanSlice?: number; bodiesInMemoryBytes?: number; codec?: Codec } = {}): Promise<Running> {
   let fatal: unknown = null;
   const agent = await Agent.start(config, {
     log: pino({ level: 'silent' }),
     clock: opts.clock,
     rescanMs: opts.rescanMs ?? 50,
-    onStateSize: opts.onStateSize,
-    onBodyDropped: opts.onBodyDropped,
+    heapGrowth: opts.heapGrowth,
+    bodyDrops: opts.bodyDrops,
     scanSlice: opts.scanSlice,
     bodiesInMemoryBytes: opts.bodiesInMemoryBytes,
     codec: opts.codec,

@@ -34,7 +34,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   cleanups.push(() => emu.close());
   const clock = new ManualClock();
   const token = { value: emu.token };
-  const client = new EventsClient({ baseUrl: emu.url, token: () => token.value, wait: true, http2: false, caFile: null, timeoutMs: 5000, maxConnections: 4 });
+  const client = new EventsClient({ baseUrl: emu.url, token: { get: () => token.value }, wait: true, http2: false, caFile: null, timeoutMs: 5000, maxConnections: 4 });
   cleanups.push(() => client.destroy());
   const sent: Harness['sent'] = [];
   const spy = {

@@ -24,7 +24,7 @@ async function serve(handler: http.RequestListener): Promise<string> {
 }
 
 function client(baseUrl: string): EventsClient {
-  const c = new EventsClient({ baseUrl, token: () => 't', wait: true, http2: false, caFile: null, timeoutMs: 30_000, maxConnections: 2 });
+  const c = new EventsClient({ baseUrl, token: { get: () => 't' }, wait: true, http2: false, caFile: null, timeoutMs: 30_000, maxConnections: 2 });
   cleanups.push(() => c.destroy());
   return c;
 }

@@ -33,13 +33,13 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
   let id = 1;
   const batcher = new Batcher({
     progress: store.claims,
-    newBatchId: () => id++,
+    batchIds: { newBatchId: () => id++ },
     now: () => Date.now(),
     maxBytes: 1 << 20,
     maxLineBytes: 1 << 16,
     maxOpenBytes: 1 << 22,
     validateJson: false,
-    capFor: () => 1 << 20,
+    sizeCaps: { capFor: () => 1 << 20 },
     onClose: (b) => closed.push({ ...b, body: Buffer.from(b.body) }),
     onDeadLetter: () => undefined,
   });

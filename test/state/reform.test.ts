@@ -35,13 +35,13 @@ describe('re-forming a batch from its recorded ranges', () => {
     let id = 1;
     const batcher = new Batcher({
       progress,
-      newBatchId: () => id++,
+      batchIds: { newBatchId: () => id++ },
       now: () => 0,
       maxBytes: 60, // small: several batches, and a 57-byte line alone in one
       maxLineBytes: 1000,
       maxOpenBytes: 10_000,
       validateJson: false,
-      capFor: () => 60,
+      sizeCaps: { capFor: () => 60 },
       onClose: (batch) => closed.push({ ...batch, body: Buffer.from(batch.body) }),
       onDeadLetter: () => undefined,
     });
@@ -80,13 +80,13 @@ describe('re-forming a batch from its recorded ranges', () => {
     const closed: ClosedBatch[] = [];
     const batcher = new Batcher({
       progress,
-      newBatchId: () => 1,
+      batchIds: { newBatchId: () => 1 },
       now: () => 0,
       maxBytes: 1 << 20,
       maxLineBytes: 1000,
       maxOpenBytes: 1 << 20,
       validateJson: false,
-      capFor: () => 1 << 20,
+      sizeCaps: { capFor: () => 1 << 20 },
       onClose: (batch) => closed.push({ ...batch, body: Buffer.from(batch.body) }),
       onDeadLetter: () => undefined,
     });
@@ -160,13 +160,13 @@ describe('re-forming a batch from its recorded ranges', () => {
       let id = 1;
       const batcher = new Batcher({
         progress,
-        newBatchId: () => id++,
+        batchIds: { newBatchId: () => id++ },
         now: () => 0,
         maxBytes,
         maxLineBytes: 1_000_000,
         maxOpenBytes: 1_000_000,
         validateJson: false,
-        capFor: () => maxBytes,
+        sizeCaps: { capFor: () => maxBytes },
         onClose: (batch) => closed.push({ ...batch, body: Buffer.from(batch.body) }),
         onDeadLetter: () => undefined,
       });

@@ -41,9 +41,11 @@ describe('heap growth', () => {
     const h = new HeapGrowth((f) => set.push(f));
     let most = 0;
     await startAgent(config, {
-      onStateSize: (files) => {
-        most = Math.max(most, files);
-        h.update(files);
+      heapGrowth: {
+        update: (files) => {
+          most = Math.max(most, files);
+          h.update(files);
+        },
       },
     });
     await waitFor(() => most >= n, `the agent to report ${n} files`, 30_000);

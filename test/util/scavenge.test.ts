@@ -122,9 +122,11 @@ describe('scavenger', () => {
     const dropped: number[] = [];
     const hows = new Set<DroppedHow>();
     await startAgent(config, {
-      onBodyDropped: (b, how) => {
-        dropped.push(b);
-        hows.add(how);
+      bodyDrops: {
+        dropped: (b, how) => {
+          dropped.push(b);
+          hows.add(how);
+        },
       },
     });
     const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
@@ -146,7 +148,7 @@ describe('scavenger', () => {
     const lines = jsonLines('a', 0, 2000, 40);
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), lines);
     const by = { copied: 0, sent: 0 };
-    await startAgent(config, { bodiesInMemoryBytes: 0, onBodyDropped: (b, how) => (by[how] += b) });
+    await startAgent(config, { bodiesInMemoryBytes: 0, bodyDrops: { dropped: (b, how) => (by[how] += b) } });
     const sum = (rs: Array<{ bodyBytes: number }>) => rs.reduce((n, r) => n + r.bodyBytes, 0);
     await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows');
     await waitFor(() => by.sent === sum(emu.requests()), 'every request reported');
@@ -162,7 +164,7 @@ describe('scavenger', () => {
     const lines = jsonLines('a', 0, 2000, 40);
     await writeLines(path.join(config.spool.dir, 'ev', 'a.ndjson'), lines);
     const dropped: number[] = [];
-    await startAgent(config, { onBodyDropped: (b) => dropped.push(b) });
+    await startAgent(config, { bodyDrops: { dropped: (b) => dropped.push(b) } });
     await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows at the emulator');
     expect(emu.requests().length).toBeGreaterThan(5);
     expect(dropped).toEqual([]);

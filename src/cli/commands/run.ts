@@ -76,13 +76,12 @@ class Daemon {
   }
 
   private startAgent(config: Readonly<Config>): Promise<Agent> {
-    const heap = this.heapGrowth;
     return Agent.start(config, {
       log: this.log,
       metrics: this.metrics,
       env: this.io.env,
-      onStateSize: heap ? (files) => heap.update(files) : undefined,
-      onBodyDropped: (bytes, how) => this.scavenger.dropped(bytes, how),
+      heapGrowth: this.heapGrowth ?? undefined,
+      bodyDrops: this.scavenger,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
