@@ -204,7 +204,7 @@ export class Agent {
         caughtUp: (ds) => this.spooler.caughtUp(ds),
       });
       this.spooler = this.createSpooler();
-      this.store.setSeenProvider((key) => this.spooler.seenOf(key));
+      this.store.setSeenProvider(this.spooler);
       this.replayer = this.createReplayer();
       this.queueReport.update();
       // Queued batches first, then batches in flight at the last stop, then new data.
@@ -472,7 +472,7 @@ export class Agent {
    */
   private behindBytes(): Map<string, number> | null {
     if (!this.spooler?.scannedOnce) return null;
-    const behind = this.spooler.behindBytes((key) => this.store.committedOf(key));
+    const behind = this.spooler.behindBytes();
     for (const [ds, n] of this.store?.queuedBytesBehind() ?? []) behind.set(ds, (behind.get(ds) ?? 0) + n);
     return behind;
   }

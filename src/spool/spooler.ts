@@ -6,7 +6,7 @@
 // when dirty and reads until there is nothing to read, then waits. All
 // timing is on the injected clock.
 import type { FSWatcher } from 'chokidar';
-import type { SeenStat } from '../state/store.js';
+import type { SeenNow, SeenStat } from '../state/store.js';
 import { every } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { collectFinished } from './completion.js';
@@ -34,7 +34,7 @@ const SCAN_GAP_FACTOR = 4;
  */
 const SAFETY_SCAN_FACTOR = 100;
 
-export class Spooler implements LongLived {
+export class Spooler implements LongLived, SeenNow {
   private readonly tailers = new Tailers();
   /** Files of the state no scan has found, and since when (completion.ts forgetUnfound). */
   private readonly unfound = new Map<string, number>();
@@ -121,8 +121,8 @@ export class Spooler implements LongLived {
   }
 
   /** spoolship_behind_bytes per Data Source. */
-  behindBytes(committedOf: (key: string) => number | undefined): Map<string, number> {
-    return this.tailers.behindBytes(committedOf);
+  behindBytes(): Map<string, number> {
+    return this.tailers.behindBytes((key) => this.o.store.committedOf(key));
   }
 
   /** Is the file at `path` with inode `ino` being followed (discovered, not finished)? */

@@ -81,6 +81,11 @@ export function sameAsSeen(seen: SeenStat | undefined, st: { size: number; mtime
  */
 export type FileRelocator = (files: ReadonlyArray<{ meta: FileMeta; seen: SeenStat | undefined }>) => Promise<Map<string, VerifiedStat>>;
 
+/** Where the checkpoint reads each followed file's last identity-checked stat (the spooler). */
+export interface SeenNow {
+  seenOf(key: string): SeenStat | undefined;
+}
+
 export interface StateStoreOptions {
   stateDir: string;
   now: () => number;
@@ -102,7 +107,7 @@ export class StateStore implements LongLived, BatchIds {
   recovery!: Recovery;
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
   private readonly seen = new Map<string, SeenStat>();
-  private seenNow: (key: string) => SeenStat | undefined = () => undefined;
+  private seenNow: SeenNow | null = null;
 
   private constructor(private readonly opts: StateStoreOptions) {}
 
@@ -316,8 +321,8 @@ export class StateStore implements LongLived, BatchIds {
   }
 
   /** Where checkpoints take each file's current identity-checked stat (the spooler's tailers). */
-  setSeenProvider(fn: (key: string) => SeenStat | undefined): void {
-    this.seenNow = fn;
+  setSeenProvider(files: SeenNow): void {
+    this.seenNow = files;
   }
 
   /** The journal's buffered records are written and the file closed (a checkpoint is the caller's: the acker's, the stop's). */
@@ -333,7 +338,7 @@ export class StateStore implements LongLived, BatchIds {
   /** The checkpoint's text in chunks (checkpoint-format.ts), taken now: nothing can change it while it is built. */
   private snapshot(journalSeq: number, prevSeq: number): string[] {
     const live = new Set<number>();
-    const files = checkpointFiles(this.progress, (id) => this.intents.has(id), (key) => this.seenNow(key) ?? this.seen.get(key), live);
+    const files = checkpointFiles(this.progress, (id) => this.intents.has(id), (key) => this.seenNow?.seenOf(key) ?? this.seen.get(key), live);
     return encodeCheckpointChunks({ journal_seq: journalSeq, prev_journal_seq: prevSeq, next_id: this.nextId }, files, () => ({
       intents: [...this.intents.values()].filter((i) => live.has(i.id) || i.resend),
       queued: [...this.queued.values()],
