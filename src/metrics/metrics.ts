@@ -11,7 +11,7 @@
 //   the same one (bind), so no counter goes down without a restart.
 import client from 'prom-client';
 import { DEAD_LETTER_REASONS } from '../deadletter/files.js';
-import type { RetryReason } from '../sender/retry-policy.js';
+import type { AckOddity, RetryReason } from '../sender/retry-policy.js';
 import { version } from '../util/version.js';
 
 /** What the running agent answers at scrape time. */
@@ -28,6 +28,9 @@ export const PARK_REASONS = ['token_rejected', 'workspace_not_found', 'bad_reque
 
 /** spoolship_retries_total's reasons: every RetryReason of sender/retry-policy.ts (the Record makes a new one a compile error here). */
 export const RETRY_REASONS = Object.keys({ '429': 1, '5xx': 1, timeout: 1, network: 1, goaway: 1, '413': 1, '400': 1 } satisfies Record<RetryReason, 1>) as RetryReason[];
+
+/** spoolship_odd_answers_total's kinds: every AckOddity of sender/retry-policy.ts, and an ignored 429 wait. */
+export const ODD_ANSWER_KINDS = Object.keys({ counts_mismatch: 1, empty_body: 1, accepted_under_wait: 1, ignored_wait: 1 } satisfies Record<AckOddity | 'ignored_wait', 1>) as Array<AckOddity | 'ignored_wait'>;
 
 /** spoolship_lines_lost_total's reasons: queue_corrupt and file_gone (recovery/resend.ts), dead_letter_full (observe/state-events.ts). */
 export const LOST_REASONS = ['queue_corrupt', 'dead_letter_full', 'file_gone'] as const;
@@ -114,6 +117,12 @@ export function createMetrics(sources: MetricsSources = {}) {
       help: 'Queued batches sent more than 5 hours after they were queued (the platform no longer deduplicates their retries)',
       registers: reg,
     }),
+    oddAnswers: new client.Counter({
+      name: 'spoolship_odd_answers_total',
+      help: 'Answers taken as they are although odd: counts_mismatch (row counts that do not add up to the lines sent), empty_body, accepted_under_wait (a 202 while waiting), ignored_wait (a 429 wait out of bounds)',
+      labelNames: ['kind'],
+      registers: reg,
+    }),
     deadLetterDropped: new client.Counter({ name: 'spoolship_dead_letter_dropped_total', help: 'Dead letters dropped because the store was full', registers: reg }),
     rowsQuarantined: new client.Counter({
       name: 'spoolship_rows_quarantined_total',
@@ -180,6 +189,7 @@ export function createMetrics(sources: MetricsSources = {}) {
   }
 
   for (const reason of RETRY_REASONS) m.retries.inc({ reason }, 0);
+  for (const kind of ODD_ANSWER_KINDS) m.oddAnswers.inc({ kind }, 0);
   m.buildInfo.set({ version: version(), node: process.version }, 1);
   resetGauges();
   return Object.assign(m, { knowDataSource, bind });

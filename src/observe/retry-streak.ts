@@ -7,7 +7,11 @@ import { MAX_SERVER_WAIT_MS } from '../sender/retry-policy.js';
 export class RetryStreak {
   private count = 0;
   private readonly reasons = new Map<string, number>();
-  /** Odd answers already warned about: an ignored Retry-After once per streak, odd acknowledgements once per run. */
+  /**
+   * Odd answers already warned about: an ignored Retry-After once per retry
+   * streak, counts that do not add up once per streak of them (until counts
+   * add up again), other odd acknowledgements once per run.
+   */
   private readonly warned = new Set<string>();
 
   constructor(private readonly log: () => Logger) {}
@@ -35,6 +39,11 @@ export class RetryStreak {
       counts_mismatch: 'an acknowledgement counted rows that do not add up to the lines sent (successful_rows + quarantined_rows); taken as acknowledged, the counts ignored',
     };
     this.log().warn({ event: `odd_answer_${what}`, datasource: ds, detail }, why[what] ?? what);
+  }
+
+  /** An acknowledgement's row counts add up to the lines sent: the next that does not is a new streak. */
+  countsAddUp(): void {
+    this.warned.delete('counts_mismatch');
   }
 
   success(): void {

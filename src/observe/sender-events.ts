@@ -89,7 +89,12 @@ export class SenderEvents implements SenderHooks {
   }
 
   onOddAnswer(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void {
+    this.o.metrics.oddAnswers.inc({ kind: what });
     this.streak.oddAnswer(what, ds, detail);
+  }
+
+  onCountsAddUp(_ds: string): void {
+    this.streak.countsAddUp();
   }
 
   onInFlightLimit(limit: number): void {

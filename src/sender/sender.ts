@@ -272,6 +272,7 @@ export class Sender implements LongLived, SizeCaps {
       if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
       const counts = judgeRowCounts(v.rows, part.lines);
       if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
+      else if (v.rows) hooks.onCountsAddUp?.(part.ds);
       hooks.onAck(part.ds, part.lines, part.rawLen, v.rows ? counts.quarantined : v.quarantinedRows);
       ctx.linesAcked += part.lines;
       return null;

@@ -47,6 +47,8 @@ export interface SenderHooks {
   onBisection?(event: BisectionEvent): void;
   /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
   onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
+  /** An acknowledgement's row counts add up to the lines sent (a streak of counts_mismatch ends). */
+  onCountsAddUp?(ds: string): void;
   /** The learned body size limit changed (max_bytes when none is learned). */
   onLearnedLimit?(bytes: number): void;
   /** The concurrency limit changed (spoolship_in_flight_limit). */

@@ -93,6 +93,8 @@ async function scripted(answers: Answer[], fallback: Answer = { status: 200, bod
   const parks: Array<{ scope: string; reason: string | null; detail: string | null }> = [];
   const acks: Array<{ lines: number; quarantined: number }> = [];
   const odd: string[] = [];
+  /** Every acknowledgement, told whether its row counts added up ('odd': see `odd`). */
+  const counted: string[] = [];
   const codec = createCodec('none', 0);
   const limiter = createLocalLimiter(1000);
   cleanups.push(() => limiter.close());
@@ -113,7 +115,11 @@ async function scripted(answers: Answer[], fallback: Answer = { status: 200, bod
       onAck: (_ds, lines, _raw, quarantined) => acks.push({ lines, quarantined }),
       onParkChange: (scope, reason, _prev, detail) => parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason, detail }),
       deadLetterLines: async () => undefined,
-      onOddAnswer: (what) => odd.push(what),
+      onOddAnswer: (what) => {
+        odd.push(what);
+        if (what === 'counts_mismatch') counted.push('odd');
+      },
+      onCountsAddUp: () => counted.push('add up'),
     },
   });
   cleanups.push(() => sender.close());
@@ -122,7 +128,7 @@ async function scripted(answers: Answer[], fallback: Answer = { status: 200, bod
     const raw = Buffer.from(Array.from({ length: n }, (_, i) => `{"i":${i}}\n`).join(''));
     return { id: id++, ds: 'ds', body: raw, encoding: null, rawLen: raw.length, lines: n };
   };
-  return { url, seen, clock, parks, acks, odd, sender, batch, answers };
+  return { url, seen, clock, parks, acks, odd, counted, sender, batch, answers };
 }
 
 describe('Sender against answers the Events API never gives', () => {
@@ -193,7 +199,8 @@ describe('Sender against answers the Events API never gives', () => {
       { status: 200, body: '{"successful_rows":3,"quarantined_rows":2}' },
     ]);
     for (let i = 0; i < 4; i++) expect(await s.sender.deliver(s.batch(5))).toBe('done');
-    expect(s.odd, 'each odd count is reported (the log warns once per run)').toEqual(['counts_mismatch', 'counts_mismatch', 'counts_mismatch']);
+    expect(s.odd, 'each odd count is reported (the log warns once per streak: test/observe/odd-answers.test.ts)').toEqual(['counts_mismatch', 'counts_mismatch', 'counts_mismatch']);
+    expect(s.counted, 'counts that add up end the streak').toEqual(['odd', 'odd', 'odd', 'add up']);
     expect(s.acks.map((a) => a.quarantined), 'only a count within the lines sent reaches spoolship_rows_quarantined_total').toEqual([0, 0, 0, 2]);
   });
 
