@@ -1,5 +1,5 @@
 // The commands that write a stopped agent's state_dir (`queue dead-letter`,
-// `dead-letter replay`) judge it as the agent does at start
+// `dead-letter replay`, `dead-letter purge`) judge it as the agent does at start
 // (state/dir-trust.ts): another user's, or root's and writable by others, is
 // refused (exit 2, nothing read, sent or written there); one of their own
 // left loose is tightened to 0700; one that does not exist is not created.
@@ -104,5 +104,20 @@ describe('state_dir ownership for the commands on a stopped agent', () => {
     expect(r.stderr).toContain(`uid ${OTHER_UID}`);
     expect(existsSync(path.join(cfg.stateDir, 'spoolship.lock'))).toBe(false);
     expect(existsSync(path.join(cfg.stateDir, 'dead-letter'))).toBe(false);
+  });
+
+  it('dead-letter purge as root on a state_dir another user owns: exit 2, the records untouched', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t);
+    mkdirSync(cfg.stateDir, { mode: 0o700 });
+    const planted = await writeDeadLetters(cfg.stateDir, 'ev.ndjson', [dlInput('ev', '{"kept":1}')]);
+    const before = readFileSync(planted);
+    chownSync(cfg.stateDir, OTHER_UID, OTHER_UID);
+    const r = await cli(['dead-letter', 'purge', '--yes', '-c', cfg.configFile], dir);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`uid ${OTHER_UID}`);
+    expect(r.stderr).toContain(UNSAFE);
+    expect(readFileSync(planted).equals(before)).toBe(true);
   });
 });

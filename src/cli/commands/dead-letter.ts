@@ -160,6 +160,9 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
 
 async function purge(config: Readonly<Config>, filter: Filter, json: boolean, yes: boolean, io: CliIo): Promise<number> {
   const dir = deadLetterDir(config.state_dir);
+  // Judged as the agent judges it before a record is removed: in another
+  // user's state_dir the files could be links placed for root to rewrite.
+  await stateDirToWrite(config.state_dir, 'dead-letter purge', io);
   if (!yes) {
     const n = await countSelected(dir, filter);
     if (n === 0) {
