@@ -5,7 +5,8 @@
 // quick retries, while parked, or at shutdown) wait here, so the tailer can
 // move on and the spool files stay the only other buffer.
 //
-// On-disk layout (segments and acks.log): format.ts.
+// On-disk layout (segments and acks.log): format.ts; reading, writing and
+// indexing the segment files: segments.ts.
 //
 // Invariants:
 // - `append` resolves only after the record is fsync'd: the caller then lets
@@ -37,21 +38,8 @@ import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
-import {
-  ACKS_FILE,
-  ackKey,
-  decodeRecord,
-  encodeAck,
-  encodeRecordPrefix,
-  indexSegment,
-  listSegments,
-  readAcks,
-  readRecordHeader,
-  SEGMENT_BYTES,
-  segmentFile,
-  type QueuedHeader,
-  type QueueRef,
-} from './format.js';
+import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, SEGMENT_BYTES, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
+import { indexSegments, readHeaderAt, readRecordAt, writeAllAt, type Entry } from './segments.js';
 
 export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
 
@@ -59,17 +47,6 @@ export interface QueuedBatch {
   ref: QueueRef;
   header: QueuedHeader;
   body: Buffer;
-}
-
-interface Entry {
-  seg: number;
-  off: number;
-  /** Frame length on disk (header + payload). */
-  len: number;
-  acked: boolean;
-  leased: boolean;
-  /** The record's Data Source, once known (appended here, or its header read): take() may pass it over. */
-  ds?: string;
 }
 
 export class RetryQueue implements LongLived {
@@ -307,32 +284,15 @@ export class RetryQueue implements LongLived {
 
   /** A record's header alone (the body is not read); null when it cannot be read (take() then reads the record, finds it damaged and skips it). */
   private async headerOf(e: Entry): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
-    const fh = await fsp.open(this.segPath(e.seg), 'r').catch(() => null);
-    if (!fh) return null;
-    try {
-      const rec = await readRecordHeader(fh, e.off, e.len).catch(() => null);
-      // Known from now on: take() may pass it over, byDataSource() need not read it again.
-      if (rec) e.ds = rec.header.ds;
-      return rec;
-    } finally {
-      await fh.close();
-    }
+    const rec = await readHeaderAt(this.segPath(e.seg), e);
+    // Known from now on: take() may pass it over, byDataSource() need not read it again.
+    if (rec) e.ds = rec.header.ds;
+    return rec;
   }
 
   private async read(e: Entry): Promise<QueuedBatch | null> {
-    const fh = await fsp.open(this.segPath(e.seg), 'r');
-    try {
-      const buf = Buffer.allocUnsafe(e.len);
-      const { bytesRead } = await fh.read(buf, 0, e.len, e.off);
-      if (bytesRead !== e.len) return null;
-      // The body is a view, not a copy: the record buffer is this body plus a few bytes.
-      const rec = decodeRecord(buf);
-      return rec && { ref: { seg: e.seg, off: e.off }, header: rec.header, body: rec.body };
-    } catch {
-      return null;
-    } finally {
-      await fh.close();
-    }
+    const rec = await readRecordAt(this.segPath(e.seg), e);
+    return rec && { ref: { seg: e.seg, off: e.off }, header: rec.header, body: rec.body };
   }
 
   private async rollSegment(): Promise<void> {
@@ -365,33 +325,14 @@ export class RetryQueue implements LongLived {
   /** Index every segment by walking frame headers (bodies are not read), apply acks, cut torn tails. */
   private async load(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
-    const acked = await readAcks(this.dir);
-    for (const seg of await listSegments(this.dir)) {
-      const fh = await fsp.open(this.segPath(seg), 'r+');
-      try {
-        const size = (await fh.stat()).size;
-        const index = await indexSegment(fh, size);
-        // A damaged record's lines are read again from the spool by the agent.
-        for (const [off, bytes] of index.damaged) this.onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`);
-        for (const { off, len } of index.records) {
-          const isAcked = acked.has(ackKey({ seg, off }));
-          this.entries.push({ seg, off, len, acked: isAcked, leased: false });
-          if (!isAcked) {
-            this.totalBytes += len;
-            this.live++;
-          }
-        }
-        if (index.end < size) {
-          this.onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`);
-          await fh.truncate(index.end);
-          await fh.sync();
-        }
-        this.writeSeg = seg;
-        this.writeSize = index.end;
-        this.segBytes.set(seg, index.end);
-      } finally {
-        await fh.close();
-      }
+    const found = await indexSegments(this.dir, await readAcks(this.dir), this.onCorrupt);
+    this.entries = found.entries;
+    this.totalBytes = found.liveBytes;
+    this.live = found.live;
+    this.segBytes = found.segBytes;
+    if (found.last) {
+      this.writeSeg = found.last.seg;
+      this.writeSize = found.last.end;
     }
     this.writeSeg = Math.max(this.writeSeg, 0);
     await this.dropDoneSegments();
@@ -418,15 +359,3 @@ export class RetryQueue implements LongLived {
 
 /** acks.log is rewritten once it holds this many records and twice as many as records on disk. */
 export const ACKS_COMPACT_MIN = 1024;
-
-/** Positional write of `bufs` back to back from `off`, looping over short writes. */
-async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): Promise<void> {
-  for (const b of bufs) {
-    let done = 0;
-    while (done < b.length) {
-      const { bytesWritten } = await fh.write(b, done, b.length - done, off);
-      done += bytesWritten;
-      off += bytesWritten;
-    }
-  }
-}

@@ -1,0 +1,97 @@
+// The retry queue's segment files, one record at a time (retry-queue.ts
+// keeps the index and the serial chain): reading a record or its header
+// where the index says it is, writing one back to back, and indexing every
+// segment at open (acks applied, damaged records reported, torn tails cut).
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { ackKey, decodeRecord, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader } from './format.js';
+
+/** One record of the index. */
+export interface Entry {
+  seg: number;
+  off: number;
+  /** Frame length on disk (header + payload). */
+  len: number;
+  acked: boolean;
+  leased: boolean;
+  /** The record's Data Source, once known (appended here, or its header read): take() may pass it over. */
+  ds?: string;
+}
+
+/** A record's header alone (the body is not read); null when it cannot be read. */
+export async function readHeaderAt(file: string, e: Entry): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
+  const fh = await fsp.open(file, 'r').catch(() => null);
+  if (!fh) return null;
+  try {
+    return await readRecordHeader(fh, e.off, e.len).catch(() => null);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** A whole record (its body a view of the one buffer read); null when it is short or damaged. */
+export async function readRecordAt(file: string, e: Entry): Promise<{ header: QueuedHeader; body: Buffer } | null> {
+  const fh = await fsp.open(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(e.len);
+    const { bytesRead } = await fh.read(buf, 0, e.len, e.off);
+    if (bytesRead !== e.len) return null;
+    return decodeRecord(buf);
+  } catch {
+    return null;
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Positional write of `bufs` back to back from `off`, looping over short writes. */
+export async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): Promise<void> {
+  for (const b of bufs) {
+    let done = 0;
+    while (done < b.length) {
+      const { bytesWritten } = await fh.write(b, done, b.length - done, off);
+      done += bytesWritten;
+      off += bytesWritten;
+    }
+  }
+}
+
+/**
+ * Index every segment of `dir` by walking frame headers (bodies are not
+ * read), mark the records `acked` names, report damaged records and cut torn
+ * tails. `last`: the last segment and where its records end.
+ */
+export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: (what: string) => void) {
+  const entries: Entry[] = [];
+  const segBytes = new Map<number, number>();
+  let liveBytes = 0;
+  let live = 0;
+  let last: { seg: number; end: number } | null = null;
+  for (const seg of await listSegments(dir)) {
+    const fh = await fsp.open(segmentFile(dir, seg), 'r+');
+    try {
+      const size = (await fh.stat()).size;
+      const index = await indexSegment(fh, size);
+      // A damaged record's lines are read again from the spool by the agent.
+      for (const [off, bytes] of index.damaged) onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`);
+      for (const { off, len } of index.records) {
+        const isAcked = acked.has(ackKey({ seg, off }));
+        entries.push({ seg, off, len, acked: isAcked, leased: false });
+        if (!isAcked) {
+          liveBytes += len;
+          live++;
+        }
+      }
+      if (index.end < size) {
+        onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`);
+        await fh.truncate(index.end);
+        await fh.sync();
+      }
+      last = { seg, end: index.end };
+      segBytes.set(seg, index.end);
+    } finally {
+      await fh.close();
+    }
+  }
+  return { entries, segBytes, liveBytes, live, last };
+}
