@@ -44,7 +44,7 @@ export interface RunningParts {
   persist(): Promise<void>;
   /** End every started part, last started first (agent/lifecycle.ts). */
   unwind(how: Unwind): Promise<Array<{ name: string; err: unknown }>>;
-  /** Counted log events still pending. */
+  /** Counted log events, and the end of a 413 episode, still pending. */
   flushLogs(): void;
 }
 
