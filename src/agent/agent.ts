@@ -443,6 +443,7 @@ export class Agent {
     this.senderEvents = new SenderEvents({
       metrics,
       log: deps.log,
+      clock: this.clock,
       counts: this.counts,
       maxBatchBytes: c.batch.max_bytes,
       api: () => redactUrl(this.apiUrl),
@@ -456,11 +457,12 @@ export class Agent {
     return this.store.metaOf(key)?.path ?? this.spooler?.pathOf(key);
   }
 
-  /** Every tick: batches that lingered long enough close, queue gauges, counted log events, the checkpoint when due. */
+  /** Every tick: batches that lingered long enough close, queue gauges, counted log events and a 413 episode's end, the checkpoint when due. */
   private tick(): void {
     this.linger.tick();
     this.queueReport.update();
     this.counts.flush();
+    this.senderEvents.tick();
     this.acker.tick();
     this.deps.heapGrowth?.update(Math.max(this.spooler.trackedCount, this.store.fileCount));
   }
@@ -582,7 +584,10 @@ export class Agent {
         await this.queue.close();
       },
       started: this.parts,
-      flushLogs: () => this.counts.flush(true),
+      flushLogs: () => {
+        this.counts.flush(true);
+        this.senderEvents?.flush();
+      },
     };
   }
 }

@@ -44,7 +44,7 @@ export interface RunningParts {
   persist(): Promise<void>;
   /** What the start brought up, to end last started first. */
   started: Pick<StartedParts, 'unwind'>;
-  /** Counted log events still pending. */
+  /** Counted log events, and the end of a 413 episode, still pending. */
   flushLogs(): void;
 }
 

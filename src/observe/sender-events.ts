@@ -1,17 +1,20 @@
 // What the sender's answers tell operators: the request, retry, ack, park
 // and learned-limit metrics, one log event per state change (a retry streak,
-// a park, a learned body limit, an odd answer once, a batch's 400 episode), quarantined rows counted
-// at most once a minute, and each Data Source's last error for /status.
+// a park, an odd answer once, a batch's 400 episode, the budget's 413
+// episode, the learned body limit back at batch.max_bytes), quarantined rows
+// counted at most once a minute, and each Data Source's last error for /status.
 // The agent hands an instance to the sender as its hooks; refused lines go
 // on to the dead-letter path (the pipeline's).
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SendOutcome } from '../sender/http-client.js';
 import type { AckOddity, RetryReason } from '../sender/retry-policy.js';
-import type { BisectionEvent, DsParkReason, Part, RootBatch, SenderHooks } from '../sender/sender.js';
+import type { BisectionEvent, DsParkReason, Part, RootBatch, SenderHooks, SplitEvent } from '../sender/sender.js';
 import type { DeadLetterReason } from '../deadletter/store.js';
 import type { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
+import { SplitLog } from './split-log.js';
+import type { Clock } from '../util/clock.js';
 
 /** Where a batch's refused lines are stored (Pipeline.deadLetterLines). */
 export interface BatchDeadLetters {
@@ -22,13 +25,15 @@ export class SenderEvents implements SenderHooks {
   /** Each Data Source's last failure (an error code and message, or an HTTP status), until an acknowledgement. */
   readonly lastError = new Map<string, string>();
   private readonly streak: RetryStreak;
+  private readonly splits: SplitLog;
 
   constructor(
     private readonly o: {
       metrics: Metrics;
       log: Logger;
+      clock: Clock;
       counts: CountLog;
-      /** batch.max_bytes: a learned limit below it is a WARN, back at it an INFO. */
+      /** batch.max_bytes: the 413 episode's start names it; a learned limit back at it is an INFO. */
       maxBatchBytes: number;
       /** The API's address, password redacted, for the retry log. */
       api: () => string;
@@ -38,6 +43,7 @@ export class SenderEvents implements SenderHooks {
     },
   ) {
     this.streak = new RetryStreak(() => o.log);
+    this.splits = new SplitLog({ clock: o.clock, log: () => o.log, maxBatchBytes: o.maxBatchBytes });
   }
 
   onRequest(ds: string, status: number | 'error', seconds: number, wireBytes: number, outcome: SendOutcome): void {
@@ -51,11 +57,13 @@ export class SenderEvents implements SenderHooks {
 
   onRetry(reason: RetryReason, ds: string, cause?: string): void {
     this.o.metrics.retries.inc({ reason });
-    // A 400 split is no failing request resent with the same bytes: its
-    // episode has its own events (onBisection). Through the streak, 3 bad
-    // lines among 2,000 logged 22 'retrying' WARNs (cause null) and 22
-    // 'retry_streak_over', one pair per split and acknowledged half.
-    if (reason !== '400') this.streak.retry(reason, ds, cause, this.o.api());
+    // A 400 or 413 split is no failing request resent with the same bytes:
+    // their episodes have their own events (onBisection, onSplit). Through
+    // the streak, 3 bad lines among 2,000 logged 22 'retrying' WARNs (cause
+    // null) and 22 'retry_streak_over', one pair per split and acknowledged
+    // half; a 413 logged 'retrying' too, and the streak then ended at an
+    // acknowledged piece of the cut batch.
+    if (reason !== '400' && reason !== '413') this.streak.retry(reason, ds, cause, this.o.api());
   }
 
   onBisection(e: BisectionEvent): void {
@@ -71,6 +79,20 @@ export class SenderEvents implements SenderHooks {
       { event: 'bisection_over', datasource: e.ds, batch: e.batchId, outcome: e.outcome, requests: e.requests, lines_acked: e.linesAcked, lines_dead_lettered: e.linesDeadLettered },
       'the refused batch is resolved as far as it can be now',
     );
+  }
+
+  onSplit(e: SplitEvent): void {
+    this.splits.on(e);
+  }
+
+  /** The agent's tick: a 413 episode over for long enough is logged (SplitLog). */
+  tick(): void {
+    this.splits.tick();
+  }
+
+  /** At stop: what is due to be logged, now. */
+  flush(): void {
+    this.splits.flush();
   }
 
   onAck(ds: string, lines: number, _rawBytes: number, quarantined: number): void {
@@ -108,8 +130,9 @@ export class SenderEvents implements SenderHooks {
   onLearnedLimit(bytes: number): void {
     const { metrics, log, maxBatchBytes } = this.o;
     metrics.learnedMaxBodyBytes.set(bytes);
+    // Lowered only by a 413, whose episode (onSplit) names the limit: a WARN
+    // per lowering was one per 413 answer.
     if (bytes >= maxBatchBytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
-    else log.warn({ event: 'learned_max_body', bytes, max_bytes: maxBatchBytes }, 'the API refused a body as too large (413): batches are cut to this size for now');
   }
 
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void {

@@ -63,7 +63,12 @@ export class LearnedLimit {
    * been stored and a retry need not be byte-identical.
    */
   overLearned(part: Pick<Part, 'lines' | 'rawLen'>, ctx: Pick<DeliveryCtx, 'opts' | 'unknownOutcome'>): boolean {
-    return ctx.opts.neverSent === true && !ctx.unknownOutcome && part.lines > 1 && part.rawLen > this.capFor();
+    return this.mayCut(ctx) && part.lines > 1 && part.rawLen > this.capFor();
+  }
+
+  /** Nothing of the batch can have been stored yet: it may be cut before a 413 (a batch sent before goes whole until a 413 says nothing was stored). */
+  mayCut(ctx: Pick<DeliveryCtx, 'opts' | 'unknownOutcome'>): boolean {
+    return ctx.opts.neverSent === true && !ctx.unknownOutcome;
   }
 
   /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */

@@ -4,10 +4,11 @@
 // undici never retries, and the request budget only paces starts.
 //
 // Its other decisions live beside it, each in its own module: the 413 learned
-// limit (learned-limit.ts), per-Data-Source refusals (ds-refusals.ts), the 400
-// bisection (bisection.ts), the in-flight bound (in-flight.ts), and the waits
-// for parks and Retry-After (clearance.ts). deliveries.ts holds the batches
-// being delivered and their histories; types.ts the shapes they all share.
+// limit (learned-limit.ts) and its episode (split-episode.ts), per-Data-Source
+// refusals (ds-refusals.ts), the 400 bisection (bisection.ts), the in-flight
+// bound (in-flight.ts), and the waits for parks and Retry-After (clearance.ts).
+// deliveries.ts holds the batches being delivered and their histories;
+// types.ts the shapes they all share.
 //
 // Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
 // attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
@@ -24,9 +25,10 @@ import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
 import { Deliveries, newCtx } from './deliveries.js';
 import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode } from './bisection.js';
+import { SplitEpisode } from './split-episode.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
-export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
+export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions, SplitEvent } from './types.js';
 
 export { PROBE_BUDGET } from './bisection.js';
 export { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD } from './in-flight.js';
@@ -38,6 +40,7 @@ export class Sender implements LongLived, SizeCaps {
   private readonly notifier = new Notifier();
   private readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
+  private readonly splits: SplitEpisode;
   private parkDetail: string | null = null;
   /** Parks and the Retry-After pause, waited for before each attempt. */
   private readonly clearance: Clearance;
@@ -51,6 +54,7 @@ export class Sender implements LongLived, SizeCaps {
     this.inFlight = new InFlightBound(o);
     this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
     this.deliveries = new Deliveries(o.clock, this.notifier);
+    this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
     this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals);
@@ -158,6 +162,7 @@ export class Sender implements LongLived, SizeCaps {
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     this.deliveries.start(ctx);
+    this.splits.started(ctx);
     let result: DeliveryResult = 'aborted';
     try {
       for (;;) {
@@ -186,6 +191,7 @@ export class Sender implements LongLived, SizeCaps {
       opts.signal?.removeEventListener('abort', onAbort);
       this.releaseDsProbe(ctx);
       this.deliveries.end(ctx);
+      this.splits.ended(ctx, result);
       ctx.result = result;
       // A release waits for this delivery to end.
       this.notifier.notify();
@@ -196,6 +202,7 @@ export class Sender implements LongLived, SizeCaps {
   private async deadLetter(ctx: DeliveryCtx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
     await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
     ctx.linesDeadLettered += part.lines;
+    this.splits.deadLettered(ctx, part.lines);
   }
 
   private releaseDsProbe(ctx: DeliveryCtx): void {
@@ -275,6 +282,7 @@ export class Sender implements LongLived, SizeCaps {
       else if (v.rows) hooks.onCountsAddUp?.(part.ds);
       hooks.onAck(part.ds, part.lines, part.rawLen, v.rows ? counts.quarantined : v.quarantinedRows);
       ctx.linesAcked += part.lines;
+      this.splits.acked(ctx, part.lines);
       return null;
     }
     if (v.kind === 'dead_letter') {
@@ -283,12 +291,15 @@ export class Sender implements LongLived, SizeCaps {
     }
     const raw = await rawOf(part);
     if (v.reason === '413') {
+      if (part.lines > 1) {
+        hooks.onRetry('413', part.ds);
+        this.learned.lower(part.rawLen);
+      }
+      this.splits.refused(ctx, part);
       if (part.lines <= 1) {
         await this.deadLetter(ctx, part, raw, 'line_too_long', v.status);
         return null;
       }
-      hooks.onRetry('413', part.ds);
-      this.learned.lower(part.rawLen);
     } else {
       if (part.lines <= 1) return rejectLine(ctx, part, raw);
       hooks.onRetry('400', part.ds);

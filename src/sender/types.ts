@@ -45,6 +45,8 @@ export interface SenderHooks {
   deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
   /** A batch's 400 episode: raised once when its bisection starts and once when the delivery ends; never per request of it. */
   onBisection?(event: BisectionEvent): void;
+  /** The budget's 413 episode: raised once when a 413 first cuts a batch and once when every batch it concerns is resolved; never per request of it. */
+  onSplit?(event: SplitEvent): void;
   /** Something worth a WARN once: an ignored Retry-After, an odd acknowledgement. Called per answer; the hook de-duplicates. */
   onOddAnswer?(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void;
   /** An acknowledgement's row counts add up to the lines sent (a streak of counts_mismatch ends). */
@@ -66,6 +68,17 @@ export interface SenderHooks {
 export type BisectionEvent =
   | { phase: 'start'; batchId: number; ds: string; lines: number; rawBytes: number }
   | { phase: 'end'; batchId: number; ds: string; outcome: DeliveryResult | 'request_level'; requests: number; linesAcked: number; linesDeadLettered: number };
+
+/**
+ * The budget's 413 episode, for the log (split-episode.ts): 'start' at the
+ * first 413 that cuts a batch (the refused piece, and the learned limit it
+ * taught), 'end' when every batch of the episode is resolved ('done'), or
+ * how the last unresolved one ended. `answers413`: every 413 of the episode,
+ * the first included; lines: those of the episode's batches.
+ */
+export type SplitEvent =
+  | { phase: 'start'; batchId: number; ds: string; lines: number; rawBytes: number; learnedBytes: number }
+  | { phase: 'end'; outcome: DeliveryResult; batches: number; answers413: number; linesAcked: number; linesDeadLettered: number; learnedBytes: number };
 
 export interface SenderOptions {
   client: Pick<EventsClient, 'post'>;

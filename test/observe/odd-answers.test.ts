@@ -20,10 +20,12 @@ function events() {
   });
   const log = pino({ level: 'info' }, sink);
   const metrics = createMetrics();
+  const clock = new ManualClock(0);
   const ev = new SenderEvents({
     metrics,
     log,
-    counts: new CountLog(new ManualClock(0), () => log),
+    clock,
+    counts: new CountLog(clock, () => log),
     maxBatchBytes: 1 << 20,
     api: () => 'http://127.0.0.1:1',
     parkedDataSources: () => new Map(),

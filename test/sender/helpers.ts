@@ -5,7 +5,7 @@ import { createCodec } from '../../src/codec/index.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
 import { EventsClient } from '../../src/sender/http-client.js';
 import { createLocalLimiter } from '../../src/sender/limiter.js';
-import { Sender, type RootBatch, type SenderHooks } from '../../src/sender/sender.js';
+import { Sender, type RootBatch, type SenderHooks, type SplitEvent } from '../../src/sender/sender.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -21,6 +21,8 @@ export interface Harness {
   deadLetters: Array<{ ds: string; reason: string; status: number | null; lines: string[] }>;
   parks: Array<{ scope: string; reason: string | null }>;
   retries: string[];
+  /** The 413 episode's start and end events, in order. */
+  splits: SplitEvent[];
   /** spoolship_in_flight_limit as the sender reported it, in order. */
   limits: number[];
   token: { value: string };
@@ -47,11 +49,13 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   const deadLetters: Harness['deadLetters'] = [];
   const parks: Harness['parks'] = [];
   const retries: string[] = [];
+  const splits: SplitEvent[] = [];
   const limits: number[] = [];
   const hooks: SenderHooks = {
     onInFlightLimit: (n) => limits.push(n),
     onRequest: () => undefined,
     onRetry: (reason) => retries.push(reason),
+    onSplit: (e) => splits.push(e),
     onAck: () => undefined,
     onParkChange: (scope, reason) => parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason }),
     deadLetterLines: async (_root, part, raw, reason, status) => {
@@ -87,6 +91,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     deadLetters,
     parks,
     retries,
+    splits,
     limits,
     token,
     beforePost: null,
