@@ -102,6 +102,28 @@ describe('status from the running agent', () => {
     expect(table.stdout).toContain(appFile);
   });
 
+  it('a file renamed out of the patterns (logrotate x.ndjson.1) and still written to stays in the report at its new name, read to its end', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'app', 'x.ndjson');
+    const rotated = `${file}.1`;
+    const first = Array.from({ length: 20 }, (_, i) => JSON.stringify({ app: i }));
+    const late = Array.from({ length: 10 }, (_, i) => JSON.stringify({ late: i }));
+    await writeLines(file, first);
+    // idle_ms long: the renamed file is still being read when the report is taken.
+    const { agent } = await startAgent(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, spool: { dir: path.join(dir, 'spool'), idle_ms: 600_000 } }));
+    await waitForRows(emu, dir, 'app', first, 'the lines before the rename');
+    const { rename } = await import('node:fs/promises');
+    await rename(file, rotated);
+    appendFileSync(rotated, late.map((l) => `${l}\n`).join(''));
+    await waitForRows(emu, dir, 'app', [...first, ...late], 'the late writer\'s lines');
+    const size = statSync(rotated).size;
+    await waitFor(async () => (await fetchStatus(agent.adminUrl!)).datasources[0]?.bytes_committed === size, 'the renamed file committed to its end');
+    const app = (await fetchStatus(agent.adminUrl!)).datasources.find((d) => d.datasource === 'app')!;
+    expect(app).toMatchObject({ lines_read: 30, lines_acked: 30, bytes_read: size, bytes_committed: size, bytes_behind: 0 });
+    expect(app.files).toEqual([{ path: rotated, size, read: size, committed: size, queued: 0, behind: 0 }]);
+  });
+
   it('shows the parked reason and the last error when the token is rejected', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
