@@ -1,18 +1,17 @@
 // Delivers one closed batch until it is resolved: acknowledged, split and
 // resolved piece by piece, or dead-lettered. The RetryPolicy (retry-policy.ts)
 // decides; this module carries the decisions out. It is the one retry owner:
-// undici never retries, and the request budget only paces starts.
-//
-// Its other decisions live beside it, each in its own module: the 413 learned
-// limit (learned-limit.ts) and its episode (split-episode.ts), per-Data-Source
+// undici never retries, and the request budget only paces starts. Its other
+// decisions live beside it, each in its own module: the 413 learned limit
+// (learned-limit.ts) and its episode (split-episode.ts), per-Data-Source
 // refusals (ds-refusals.ts), the 400 bisection (bisection.ts), the in-flight
-// bound (in-flight.ts), and the waits for parks and Retry-After (clearance.ts).
-// deliveries.ts holds the batches being delivered and their histories;
-// types.ts the shapes they all share.
+// bound (in-flight.ts), the waits for parks and Retry-After (clearance.ts),
+// what an acknowledgement reports (ack-report.ts); deliveries.ts holds the
+// batches being delivered, types.ts the shapes they all share.
 //
-// Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes as the first
-// attempt. Only a 413 or a 400 splits a batch, and those answers mean nothing
-// of it was stored.
+// Invariant (docs/guarantees.md rule 3): a retry sends exactly the same bytes
+// as the first attempt. Only a 413 or a 400 splits a batch, and those answers
+// mean nothing of it was stored.
 import type { SizeCaps } from '../batcher/batcher.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
@@ -20,7 +19,8 @@ import { InFlightBound } from './in-flight.js';
 import { Clearance } from './clearance.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
-import { classify, judgeRowCounts, type BudgetParkReason } from './retry-policy.js';
+import { classify, type BudgetParkReason } from './retry-policy.js';
+import { reportAck } from './ack-report.js';
 import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
 import { Deliveries, newCtx } from './deliveries.js';
@@ -276,11 +276,7 @@ export class Sender implements LongLived, SizeCaps {
       ctx.accepted = true;
       this.inFlight.narrow(false);
       if (ctx.holdsDsProbe) this.refusals.park(part.ds).unpark();
-      if (v.oddity) hooks.onOddAnswer?.(v.oddity, part.ds, null);
-      const counts = judgeRowCounts(v.rows, part.lines);
-      if (counts.mismatch) hooks.onOddAnswer?.('counts_mismatch', part.ds, counts.mismatch);
-      else if (v.rows) hooks.onCountsAddUp?.(part.ds);
-      hooks.onAck(part.ds, part.lines, part.rawLen, v.rows ? counts.quarantined : v.quarantinedRows);
+      reportAck(hooks, part, v);
       ctx.linesAcked += part.lines;
       this.splits.acked(ctx, part.lines);
       return null;
