@@ -2,23 +2,15 @@
 // lines sent are one WARN per streak (until an acknowledgement whose counts
 // add up) and a counter, spoolship_odd_answers_total{kind}, at 0 from the
 // start for every kind.
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { CountLog } from '../../src/observe/count-log.js';
 import { SenderEvents } from '../../src/observe/sender-events.js';
+import { captureLogs } from '../support/log-capture.js';
 import { ManualClock } from '../support/manual-clock.js';
 
 function events() {
-  const logs: Array<{ event?: string; level: number }> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) logs.push(JSON.parse(line) as { event?: string; level: number });
-      done();
-    },
-  });
-  const log = pino({ level: 'info' }, sink);
+  const { logs, log } = captureLogs();
   const metrics = createMetrics();
   const clock = new ManualClock(0);
   const ev = new SenderEvents({

@@ -1,24 +1,13 @@
 // Layout mistakes are reported, never silent, and never make the agent unready.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { captureLogs } from '../support/log-capture.js';
 import type { StatusReport } from '../../src/report/report.js';
 import { configFor, onCleanup, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { runCli, writeConfig } from './helpers.js';
 
-function logSink() {
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Record<string, unknown>);
-      cb();
-    },
-  });
-  return { logs, log: pino({ level: 'info' }, sink) };
-}
 
 async function status(agent: Agent): Promise<StatusReport> {
   return (await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport;
@@ -30,7 +19,7 @@ describe('spool layout mistakes', () => {
     const emu = await startEmu(dir);
     await writeLines(path.join(dir, 'spool', 'good', 'a.ndjson'), ['{"a":1}']);
     await writeLines(path.join(dir, 'spool', 'bad-name', 'a.ndjson'), ['{"b":1}']);
-    const { logs, log } = logSink();
+    const { logs, log } = captureLogs();
     const agent = await Agent.start(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { log, rescanMs: 50 });
     onCleanup(() => agent.close());
     await waitForRows(emu, dir, 'good', ['{"a":1}'], 'the good line');
@@ -47,7 +36,7 @@ describe('spool layout mistakes', () => {
   it('a missing spool.dir: WARN, status says so, and it is picked up when it appears', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
-    const { logs, log } = logSink();
+    const { logs, log } = captureLogs();
     const agent = await Agent.start(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { log, rescanMs: 50 });
     onCleanup(() => agent.close());
     await waitFor(() => logs.some((l) => l.event === 'spool_dir_missing'), 'the WARN');

@@ -1,10 +1,9 @@
 // Rows the platform quarantines (lines that are not JSON objects, with
 // validate: none) are counted, shown in status and logged as counts.
 import path from 'node:path';
-import pino from 'pino';
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { captureLogs } from '../support/log-capture.js';
 import type { StatusReport } from '../../src/report/report.js';
 import { configFor, onCleanup, startEmu, tempDir, waitFor, writeLines } from '../pipeline/helpers.js';
 
@@ -13,14 +12,8 @@ describe('quarantined rows', () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     await writeLines(path.join(dir, 'spool', 'app', 'a.ndjson'), ['{"ok":1}', 'not json', '{"ok":2}', '[1,2]', 'plain text']);
-    const logs: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
-    const agent = await Agent.start(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { log: pino({ level: 'info' }, sink), rescanMs: 50 });
+    const { logs, log } = captureLogs();
+    const agent = await Agent.start(configFor(dir, emu, { admin: { listen: '127.0.0.1:0' } }), { log, rescanMs: 50 });
     onCleanup(() => agent.close());
     await waitFor(() => (emu.stats().quarantined.app ?? 0) === 3, 'the emulator to quarantine 3 rows');
     const status = await waitFor(async () => {

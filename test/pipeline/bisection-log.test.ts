@@ -5,24 +5,13 @@
 // cause and a "same bytes" message, then 'retry_streak_over', alternating).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { captureLogs, type LogRecord } from '../support/log-capture.js';
 import { configFor, expectExactlyOnce, jsonLines, onCleanup, rows, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
-type Rec = Record<string, unknown>;
+type Rec = LogRecord;
 
-function capture(): { logs: Rec[]; sink: Writable } {
-  const logs: Rec[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Rec);
-      cb();
-    },
-  });
-  return { logs, sink };
-}
 
 function deadLetters(file: string): Rec[] {
   if (!existsSync(file)) return [];
@@ -41,10 +30,10 @@ describe('400 bisection logging', () => {
     // Spread over the batch: quarters 1, 2 and 3.
     const lines = [...good.slice(0, 500), bad[0]!, ...good.slice(500, 1000), bad[1]!, ...good.slice(1000, 1500), bad[2]!, ...good.slice(1500)];
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
-    const { logs, sink } = capture();
+    const { logs, log } = captureLogs({ levelWords: true });
     // The whole file is on disk before the start and linger is long: it is read into one batch.
     const config = configFor(dir, emu, { batch: { linger_ms: 2000 }, compression: { codec: 'none' } });
-    const agent = await Agent.start(config, { log: pino({ level: 'info', formatters: { level: (label) => ({ level: label }) } }, sink), rescanMs: 50 });
+    const agent = await Agent.start(config, { log, rescanMs: 50 });
     onCleanup(() => agent.close());
     const dlFile = path.join(dir, 'state', 'dead-letter', 'ev.ndjson');
     await waitForRows(emu, dir, 'ev', good, 'the good rows stored');

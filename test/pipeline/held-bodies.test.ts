@@ -5,10 +5,10 @@
 // fails saying so).
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HeldBodies } from '../../src/pipeline/held-bodies.js';
+import { captureLogs } from '../support/log-capture.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 import { bodyBytes, SpilledBody, type Body } from '../../src/sender/body.js';
 import { onCleanup, tempDir } from './helpers.js';
@@ -23,16 +23,6 @@ function random(n: number, seed: number): Buffer {
   return b;
 }
 
-function logs(): { log: pino.Logger; events: Array<Record<string, unknown>> } {
-  const events: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) events.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  return { log: pino({ level: 'info' }, sink), events };
-}
 
 async function chunksOf(body: SpilledBody): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -109,7 +99,7 @@ describe('HeldBodies', () => {
     mkdirSync(dir);
     const unmount = mountTmpfs(dir, '1m');
     onCleanup(async () => unmount());
-    const { log, events } = logs();
+    const { log, logs: events } = captureLogs();
     const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
     const big = [random(1_500_000, 6), random(1_500_000, 7)];
     const kept: Body[] = [];

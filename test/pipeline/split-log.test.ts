@@ -8,24 +8,13 @@
 // again at the next 413 (replaying 3 queued batches, in one run: 9
 // 'learned_max_body', 7 'retrying' of which 6 for 413s, 7 'retry_streak_over').
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { captureLogs, type LogRecord } from '../support/log-capture.js';
 import { configFor, expectExactlyOnce, gauge, jsonLines, onCleanup, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
-type Rec = Record<string, unknown>;
+type Rec = LogRecord;
 
-function capture(): { logs: Rec[]; sink: Writable } {
-  const logs: Rec[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Rec);
-      cb();
-    },
-  });
-  return { logs, sink };
-}
 
 /** The emulator's body limit: above the 64 KiB under which a 413 parks instead of cutting (learned-limit.ts). */
 const MAX_BODY = 150_000;
@@ -42,9 +31,9 @@ async function run(outage: boolean) {
   if (outage) emu.setFaults([{ kind: 'status', status: 503 }]);
   const lines = jsonLines('s', 0, 6500, 150);
   await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
-  const { logs, sink } = capture();
+  const { logs, log } = captureLogs({ levelWords: true });
   const config = configFor(dir, emu, { batch: { linger_ms: 300, max_bytes: MAX_BATCH }, compression: { codec: 'none' } });
-  const agent = await Agent.start(config, { log: pino({ level: 'info', formatters: { level: (label) => ({ level: label }) } }, sink), rescanMs: 50 });
+  const agent = await Agent.start(config, { log, rescanMs: 50 });
   onCleanup(() => agent.close());
   if (outage) {
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 3, 'the batches queued during the outage');

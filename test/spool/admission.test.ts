@@ -2,10 +2,9 @@
 // end to end (the agent, real symlinks, the emulator on port 0).
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { captureLogs } from '../support/log-capture.js';
 import { configFor, onCleanup, rows, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 
 /** Start the agent on the spool below; returns once `appRows`, and only they, are stored for app. */
@@ -24,14 +23,8 @@ async function run(mode: 'inside' | 'any' | 'never', appRows: string[], exclude:
   // A Data Source directory that is a symlink to a directory outside the spool.
   await writeLines(path.join(dir, 'elsewhere', 'other.ndjson'), ['{"linked_dir":1}', '{"linked_dir":2}']);
   await symlink(path.join(dir, 'elsewhere'), path.join(spool, 'linked'));
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _e, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) logs.push(JSON.parse(l) as Record<string, unknown>);
-      cb();
-    },
-  });
-  const agent = await Agent.start(configFor(dir, emu, { spool: { follow_symlinks: mode, exclude } }), { log: pino({ level: 'info' }, sink), rescanMs: 50 });
+  const { logs, log } = captureLogs();
+  const agent = await Agent.start(configFor(dir, emu, { spool: { follow_symlinks: mode, exclude } }), { log, rescanMs: 50 });
   onCleanup(() => agent.close());
   // A file written after the others: once it arrives, every earlier file had its scan.
   await writeLines(path.join(spool, 'app', 'z-last.ndjson'), ['{"last":1}']);
