@@ -297,9 +297,13 @@ export interface AgentProcess {
 /** A uid/gid with no account here: `spawnAgent(..., { uid })` runs the agent as it (setpriv), where root's bypass of file modes would hide what a test looks for. */
 export const OTHER_UID = 10001;
 
+/** `argv` run as `uid` (and its gid, no groups) through setpriv; as it is when `uid` is undefined. */
+export function asUid(argv: string[], uid: number | undefined): string[] {
+  return uid === undefined ? argv : ['setpriv', '--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', ...argv];
+}
+
 export function spawnAgent(configFile: string, env: Record<string, string> = {}, opts: { uid?: number } = {}): AgentProcess {
-  const argv = [process.execPath, CLI, 'run', '-c', configFile];
-  if (opts.uid !== undefined) argv.unshift('setpriv', '--reuid', String(opts.uid), '--regid', String(opts.uid), '--clear-groups', '--');
+  const argv = asUid([process.execPath, CLI, 'run', '-c', configFile], opts.uid);
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: path.dirname(configFile),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },

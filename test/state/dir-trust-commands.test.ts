@@ -11,15 +11,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { dlInput, writeDeadLetters } from '../ops/helpers.js';
-import { OTHER_UID, startEmu, tempDir, writeConfig } from '../process/helpers.js';
+import { asUid, OTHER_UID, startEmu, tempDir, writeConfig } from '../process/helpers.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
 
 /** The real CLI, as root or (setpriv) as `uid`. */
 function cli(args: string[], cwd: string, uid?: number): Promise<{ code: number; stdout: string; stderr: string }> {
-  const argv = [process.execPath, CLI, ...args];
-  if (uid !== undefined) argv.unshift('setpriv', '--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--');
+  const argv = asUid([process.execPath, CLI, ...args], uid);
   return new Promise((resolve) => {
     execFile(argv[0]!, argv.slice(1), { cwd, env: { PATH: process.env.PATH ?? '', HOME: '/tmp' } }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
