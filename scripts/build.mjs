@@ -7,8 +7,8 @@
 // Why a bundle: on Node 20 the `run` command's ~300 modules took ~130 ms to
 // resolve, read and link before the first file was read, and ~5 MB more RSS
 // than one file per command does (bench/README.md, finding 19). Left outside
-// the bundle, resolved from node_modules at run time: the native zstd
-// binding, ioredis (loaded only with a Redis budget) and pino-pretty (only
+// the bundle, resolved from node_modules at run time: the native zstd and CRC-32
+// bindings, ioredis (loaded only with a Redis budget) and pino-pretty (only
 // for pretty logs).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -63,7 +63,7 @@ await build({
   target: 'node20.19',
   chunkNames: 'chunks/[name]-[hash]',
   sourcemap: 'linked',
-  external: ['@mongodb-js/zstd', '@mongodb-js/zstd/*', 'ioredis', 'pino-pretty'],
+  external: ['@mongodb-js/zstd', '@mongodb-js/zstd/*', '@node-rs/crc32', 'ioredis', 'pino-pretty'],
   // The CommonJS packages in the bundle (undici, pino, prom-client, ...) call
   // require() for Node's built-ins; an ES module has no require of its own.
   banner: { js: "import { createRequire as __spoolshipCreateRequire } from 'node:module';\nconst require = __spoolshipCreateRequire(import.meta.url);" },

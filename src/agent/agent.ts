@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Batcher } from '../batcher/batcher.js';
 import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
+import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
 import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
@@ -224,7 +225,7 @@ export class Agent {
       const pool = threadpoolReport(this.threads, process.env);
       if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
       deps.log.info(
-        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...pool.fields },
+        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...pool.fields, crc32: crc32Impl },
         'spoolship started',
       );
     } catch (err) {

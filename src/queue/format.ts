@@ -17,7 +17,7 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import zlib from 'node:zlib';
+import { crc32 } from '../util/crc32.js';
 import { FRAME_HEADER_BYTES, frame, unframeAll } from '../util/framing.js';
 
 /** A segment is closed and a new one started past this size. */
@@ -81,7 +81,7 @@ export function encodeRecordPrefix(header: QueuedHeader, body: Buffer): Buffer {
   prefix.writeUInt32LE(4 + head.length + body.length, 0);
   prefix.writeUInt32LE(head.length, FRAME_HEADER_BYTES);
   head.copy(prefix, RECORD_PREFIX_BYTES);
-  prefix.writeUInt32LE(zlib.crc32(body, zlib.crc32(prefix.subarray(FRAME_HEADER_BYTES))), 4);
+  prefix.writeUInt32LE(crc32(body, crc32(prefix.subarray(FRAME_HEADER_BYTES))), 4);
   return prefix;
 }
 
@@ -91,7 +91,7 @@ export function decodeRecord(record: Buffer): { header: QueuedHeader; body: Buff
   const len = record.readUInt32LE(0);
   if (FRAME_HEADER_BYTES + len > record.length || len < 4) return null;
   const payload = record.subarray(FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + len);
-  if (zlib.crc32(payload) !== record.readUInt32LE(4)) return null;
+  if (crc32(payload) !== record.readUInt32LE(4)) return null;
   const headLen = payload.readUInt32LE(0);
   if (4 + headLen > len) return null;
   try {
@@ -166,7 +166,7 @@ async function nextValidRecord(fh: FileHandle, from: number, size: number): Prom
     const headLen = payload.readUInt32LE(0);
     // A record's header is JSON: a cheap check before the CRC.
     if (headLen + 4 > len || payload[4] !== 0x7b) continue;
-    if (zlib.crc32(payload) === rest.readUInt32LE(p + 4)) return from + p;
+    if (crc32(payload) === rest.readUInt32LE(p + 4)) return from + p;
   }
   return -1;
 }

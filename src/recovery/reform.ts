@@ -10,7 +10,7 @@
 // gone (README "Delivery guarantee").
 // Also locates a batch's lines in their files (for dead-letter records).
 import { promises as fsp } from 'node:fs';
-import zlib from 'node:zlib';
+import { crc32 } from '../util/crc32.js';
 import type { FileHandle } from 'node:fs/promises';
 import { contentEnd, lineEnd } from '../batcher/lines.js';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
@@ -99,7 +99,7 @@ export async function rangeCrcs(ranges: readonly RangeRecord[], pathOf: (key: st
   for (const r of ranges) {
     const p = pathOf(r.file);
     const data = p ? await readRange(p, r.start, r.end, identityOf?.(r.file)) : null;
-    out.push(data ? zlib.crc32(data) : null);
+    out.push(data ? crc32(data) : null);
   }
   return out;
 }
@@ -118,11 +118,11 @@ const NEWLINE = Buffer.from('\n');
 /** Do `data`, read back for range r, have the CRC the intent kept? (No CRC kept: trusted, as before CRCs existed.) */
 function sameBytes(r: RangeRecord & { crc?: number | null }, data: Buffer): boolean {
   if (typeof r.crc !== 'number') return true;
-  const crc = zlib.crc32(data);
+  const crc = crc32(data);
   if (crc === r.crc) return true;
   // A finished file's remainder: a batch took it with the newline the agent
   // added (a queued record's CRC, rangeCrcs, is of the file's bytes alone).
-  return data.length === r.end - r.start - 1 && zlib.crc32(NEWLINE, crc) === r.crc;
+  return data.length === r.end - r.start - 1 && crc32(NEWLINE, crc) === r.crc;
 }
 
 export async function reformBatch(

@@ -23,7 +23,7 @@ export interface RangeRecord {
 }
 
 /**
- * A range of a batch's intent, with the CRC-32 (zlib.crc32) of the bytes the
+ * A range of a batch's intent, with the CRC-32 (util/crc32.ts, zlib.crc32's value) of the bytes the
  * batch took from it (a finished file's remainder with the newline the agent
  * added). Re-forming after a crash sends the range only when the file still
  * holds those bytes: after a copytruncate or an inode reused by a new file

@@ -7,7 +7,7 @@
 // including skipped empty lines, or by a dead letter), so a file's ranges are
 // contiguous from `committed` on; the committed offset is the start of the
 // first range that is not done.
-import zlib from 'node:zlib';
+import { crc32 } from '../util/crc32.js';
 import type { FileMeta, IntentRange } from './journal.js';
 
 /** Owner of a range that is not part of a batch (a dead-lettered line). */
@@ -56,12 +56,12 @@ export class Progress {
     const last = fp.entries[fp.entries.length - 1];
     if (last && last.owner === owner && last.end === start && !last.done && owner !== DEAD_LETTER_OWNER && this.byOwner.get(owner)?.at(-1) === last) {
       last.end = end;
-      if (bytes && last.crc !== undefined) last.crc = zlib.crc32(bytes, last.crc);
+      if (bytes && last.crc !== undefined) last.crc = crc32(bytes, last.crc);
       else delete last.crc;
       return last;
     }
     const entry: RangeEntry = { key, start, end, owner, done: false, recorded: false };
-    if (bytes && owner !== DEAD_LETTER_OWNER) entry.crc = zlib.crc32(bytes);
+    if (bytes && owner !== DEAD_LETTER_OWNER) entry.crc = crc32(bytes);
     fp.entries.push(entry);
     if (owner !== DEAD_LETTER_OWNER) {
       let list = this.byOwner.get(owner);

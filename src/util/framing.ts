@@ -1,6 +1,6 @@
 // CRC-framed records shared by the journal and the retry queue:
 //   [u32 LE payload length][u32 LE crc32(payload)][payload]
-// crc32 is Node's zlib.crc32 (IEEE CRC-32, Node >= 20.15).
+// crc32 is IEEE CRC-32, the value zlib.crc32 gives (util/crc32.ts).
 //
 // A torn tail (a write cut by a crash) is a last record that runs past the
 // end of the data, or a stretch of zeros from the bad record to the end (a
@@ -9,14 +9,14 @@
 // on at the next record that frames correctly (a flipped byte mid-journal
 // once made everything after it look like a torn tail, and all of it was
 // sent again), and the damaged stretch is reported.
-import zlib from 'node:zlib';
+import { crc32 } from './crc32.js';
 
 export const FRAME_HEADER_BYTES = 8;
 
 export function frame(payload: Buffer): Buffer {
   const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payload.length);
   out.writeUInt32LE(payload.length, 0);
-  out.writeUInt32LE(zlib.crc32(payload), 4);
+  out.writeUInt32LE(crc32(payload), 4);
   payload.copy(out, FRAME_HEADER_BYTES);
   return out;
 }
@@ -59,7 +59,7 @@ function validAt(data: Buffer, pos: number, looksLikePayload: (p: Buffer) => boo
   const end = pos + FRAME_HEADER_BYTES + len;
   if (end > data.length) return -1;
   const payload = data.subarray(pos + FRAME_HEADER_BYTES, end);
-  if (!looksLikePayload(payload) || zlib.crc32(payload) !== data.readUInt32LE(pos + 4)) return -1;
+  if (!looksLikePayload(payload) || crc32(payload) !== data.readUInt32LE(pos + 4)) return -1;
   return end;
 }
 
