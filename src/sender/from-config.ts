@@ -28,13 +28,14 @@ export function inFlightCeiling(c: Readonly<Config>): number {
 
 export function senderSettingsFrom(
   c: Readonly<Config>,
-): Pick<SenderOptions, 'backoff' | 'http2' | 'wait' | 'maxInFlight' | 'maxInFlightCap' | 'maxInFlightBytes' | 'maxConnections' | 'maxBytes'> {
+): Pick<SenderOptions, 'backoff' | 'http2' | 'wait' | 'maxInFlight' | 'maxInFlightCap' | 'requestsPerSecond' | 'maxInFlightBytes' | 'maxConnections' | 'maxBytes'> {
   return {
     backoff: { initialMs: c.retry.initial_ms, maxMs: c.retry.max_ms, multiplier: c.retry.multiplier },
     http2: c.api.http2,
     wait: c.api.wait,
     maxInFlight: c.limits.max_in_flight,
     maxInFlightCap: c.limits.max_in_flight_cap,
+    requestsPerSecond: c.limits.requests_per_second,
     maxInFlightBytes: c.limits.max_in_flight_bytes,
     maxConnections: c.limits.max_connections,
     maxBytes: c.batch.max_bytes,

@@ -96,6 +96,8 @@ export interface SenderOptions {
   maxInFlight: number | 'auto';
   /** The most 'auto' may reach (max_in_flight_cap; also bounded by maxConnections). */
   maxInFlightCap?: number;
+  /** limits.requests_per_second: auto starts with one second of it in flight (in-flight.ts). */
+  requestsPerSecond?: number;
   /** Compressed bytes in flight together (max_in_flight_bytes); one request always may go. */
   maxInFlightBytes?: number | 'auto';
   maxConnections?: number;

@@ -75,8 +75,8 @@ describe('ConcurrencyLimit (max_in_flight: auto)', () => {
 });
 
 describe('spoolship_in_flight_limit from the start', () => {
-  it('the sender reports its limit when it is built: auto starts at AUTO_INITIAL_IN_FLIGHT (within the cap), a fixed number as given', () => {
-    const seen = (maxInFlight: number | 'auto', cap?: number): number[] => {
+  it('the sender reports its limit when it is built: auto starts at one second of the rate budget, at least AUTO_INITIAL_IN_FLIGHT (within the cap), a fixed number as given', () => {
+    const seen = (maxInFlight: number | 'auto', cap?: number, requestsPerSecond?: number): number[] => {
       const out: number[] = [];
       const noop = () => undefined;
       new Sender({
@@ -89,6 +89,7 @@ describe('spoolship_in_flight_limit from the start', () => {
         http2: false,
         maxInFlight,
         maxInFlightCap: cap,
+        requestsPerSecond,
         maxBytes: 1000,
         hooks: { onRequest: noop, onRetry: noop, onAck: noop, onParkChange: noop, deadLetterLines: async () => undefined, onInFlightLimit: (n) => out.push(n) },
       });
@@ -97,6 +98,12 @@ describe('spoolship_in_flight_limit from the start', () => {
     expect(seen('auto')).toEqual([AUTO_INITIAL_IN_FLIGHT]);
     expect(seen('auto', 4)).toEqual([4]);
     expect(seen(8)).toEqual([8]);
+    // The platform's 100 requests/s: 100 from the start, so that 2 s answers
+    // do not cost three round trips of doubling before a backlog flows.
+    expect(seen('auto', 200, 100)).toEqual([100]);
+    expect(seen('auto', 64, 100)).toEqual([64]);
+    expect(seen('auto', 200, 10)).toEqual([AUTO_INITIAL_IN_FLIGHT]);
+    expect(seen(8, 200, 100)).toEqual([8]);
   });
 });
 
