@@ -1,5 +1,5 @@
-// Longer than ~250 lines: the hot append loop and the buffer reuse it needs
-// (ensure, recycle) stay in one file so a profile of the loop reads in one place.
+// Longer than ~250 lines: the hot append loop stays in one file so a profile
+// of the loop reads in one place (the buffers it reuses and lends: buffers.ts).
 //
 // One open batch per Data Source. Whole lines only: a batch body is lines
 // each ending in "\n", at most `maxBytes` (or the learned 413 limit)
@@ -9,16 +9,20 @@
 //
 // Hot path: the tailer hands over chunks that end on a newline; runs of
 // ordinary lines are copied with one Buffer.copy, and no per-line object or
-// string is made unless `validate: json` asks for a parse.
+// string is made unless `validate: json` asks for a parse. Ordinary lines (no
+// "\r", not empty, not too long: nearly all) take a shorter loop that only
+// counts them, up to the first other one. And the tailer reads into
+// the open batch's own buffer where it can (`borrow`, buffers.ts): then
+// nothing is copied.
 //
 // Every byte handed over is claimed in Progress, by a batch or by a dead
 // letter, in file order (the invariant Progress relies on); a batch's claims
 // carry the bytes, whose CRC its intent keeps so that crash re-forming can
 // tell the same bytes from other ones at the same offsets.
-import { isUtf8 } from 'node:buffer';
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
-import { contentEnd as contentEndOf, lineEnd as newlineAt } from './lines.js';
+import { contentEnd as contentEndOf, isJsonObject, lineEnd as newlineAt, plainLines } from './lines.js';
 import type { DeadLetterInput } from '../deadletter/store.js';
+import { BatchBuffers } from './buffers.js';
 
 export interface TrackedFileRef {
   key: string;
@@ -74,35 +78,97 @@ interface OpenBatch {
   lastAppendAt: number;
 }
 
-/** Uncompressed batch buffers kept for reuse once compressed: saves a 10 MB allocation (and its GC) per batch. */
-const SPARE_BUFFERS = 2;
 const FIRST_BUFFER_BYTES = 1024 * 1024;
+/**
+ * A read into a batch's buffer needs at least this much room past the
+ * carried partial line; and a Data Source without an open batch gets a fresh
+ * full-size buffer only when at least this much is waiting to be read (a
+ * trickle is read into the reader's own buffer and copied, as before: a
+ * 10 MB buffer per lingering batch would be memory for nothing).
+ */
+export const BORROW_MIN_BYTES = 64 * 1024;
+
+/** Where a reader may put the next bytes of a Data Source's file: `buf[at, at + room)`, the open batch's own buffer past its lines (Batcher.borrow). */
+export interface ReadTarget {
+  buf: Buffer;
+  at: number;
+  room: number;
+}
 
 export class Batcher {
   private readonly open = new Map<string, OpenBatch>();
   private openBytesTotal = 0;
-  private readonly spare: Buffer[] = [];
   /** Data Sources whose last batch closed full (at its cap or at max_open_bytes). */
   private readonly closedFull = new Set<string>();
+  private readonly buffers: BatchBuffers;
 
-  constructor(private readonly deps: BatcherDeps) {}
+  constructor(private readonly deps: BatcherDeps) {
+    this.buffers = new BatchBuffers(deps.maxBytes);
+  }
 
   get openBytes(): number {
     return this.openBytesTotal;
+  }
+
+  /**
+   * Where the next bytes read for `ds` may go without a copy: the open
+   * batch's buffer past its lines, or (no batch open, `unread` bytes
+   * waiting) a fresh full-size buffer that the next batch of `ds` adopts.
+   * null: read into your own buffer. `carry`: bytes the reader puts first
+   * (its partial line). Give the target back once its bytes are appended.
+   */
+  borrow(ds: string, carry: number, unread: number): ReadTarget | null {
+    const b = this.open.get(ds);
+    let buf: Buffer;
+    let at = 0;
+    if (b) {
+      if (b.buf.length === 0) return null;
+      buf = b.buf;
+      at = b.len;
+    } else if (unread >= BORROW_MIN_BYTES) {
+      buf = this.buffers.freshFor(ds);
+    } else {
+      return null;
+    }
+    // One byte kept free: a chunk ending at the buffer's very end would make
+    // copyInto's room check (a possible added newline) move the batch.
+    const room = buf.length - at - 1;
+    if (room < carry + BORROW_MIN_BYTES || !this.buffers.lend(buf)) return null;
+    return { buf, at, room };
+  }
+
+  /** The read into a borrowed target is over and its lines are appended. */
+  giveBack(target: ReadTarget): void {
+    this.buffers.giveBack(target.buf);
   }
 
   /** Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at file offset `offset`. */
   append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number): void {
     const { deps } = this;
     const cap = deps.sizeCaps.capFor(file.ds);
-    let b = this.batchFor(file.ds);
+    // Ordinary lines take the short loop; from the first other line on, the rules line by line.
+    const plain = deps.validateJson ? { pos: from, lines: 0 } : this.appendPlain(file, buf, from, to, offset, cap);
+    const lines = plain.pos < to ? plain.lines + this.appendByRules(file, buf, plain.pos, to, offset + (plain.pos - from), cap) : plain.lines;
+    const b = this.batchFor(file.ds);
+    b.lastAppendAt = deps.now();
+    deps.onLinesRead?.(file.ds, lines, to - from);
+    if (b.len >= cap) this.close(b, true);
+    this.enforceOpenBytes();
+  }
+
+  /** The lines of buf[from, to) by the rules of lines.ts, one at a time; returns the lines read (dead letters included). */
+  private appendByRules(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, cap: number): number {
+    const { deps } = this;
+    let b = this.batchFor(file.ds, buf);
     let runStart = from;
     let runLines = 0;
     let linesRead = 0;
+    // Each claim's CRC is taken before the copy: in a borrowed buffer the
+    // copy moves lines left over bytes not yet claimed.
     const flushRun = (end: number) => {
       if (end > runStart) {
-        this.copyInto(b, buf, runStart, end, runLines);
         deps.progress.claim(file.key, offset + (runStart - from), offset + (end - from), b.id, buf.subarray(runStart, end));
+        this.copyInto(b, buf, runStart, end, runLines);
       }
       runStart = end;
       runLines = 0;
@@ -140,9 +206,9 @@ export class Batcher {
         }
         if (hasCr) {
           flushRun(pos);
+          deps.progress.claim(file.key, lineStart, lineEnd, b.id, buf.subarray(pos, next));
           this.copyInto(b, buf, pos, contentEnd, 1);
           this.appendNewline(b);
-          deps.progress.claim(file.key, lineStart, lineEnd, b.id, buf.subarray(pos, next));
           runStart = next;
         } else {
           runLines++;
@@ -151,10 +217,50 @@ export class Batcher {
       pos = next;
     }
     flushRun(to);
-    b.lastAppendAt = deps.now();
-    deps.onLinesRead?.(file.ds, linesRead, to - from);
-    if (b.len >= cap) this.close(b, true);
-    this.enforceOpenBytes();
+    return linesRead;
+  }
+
+  /**
+   * The leading ordinary lines of buf[from, to) (lines.ts plainLines): the
+   * same batches, claims and counts as appendByRules, with one search and
+   * two byte checks per line. Returns where it stopped (`to`, or the start
+   * of a run holding another kind of line) and the lines it took.
+   */
+  private appendPlain(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, cap: number): { pos: number; lines: number } {
+    const { deps } = this;
+    const maxLen = Math.min(deps.maxLineBytes, deps.maxBytes - 1);
+    let b = this.batchFor(file.ds, buf);
+    let pos = from;
+    let lines = 0;
+    while (pos < to) {
+      let end = to;
+      if (b.len + (to - pos) > cap) {
+        // The lines that fit: up to the last newline within the room.
+        const room = cap - b.len;
+        const nl = room > 0 ? buf.lastIndexOf(10, pos + room - 1) : -1;
+        end = nl >= pos ? nl + 1 : pos;
+        if (end === pos) {
+          // Not even the next line fits. Only an ordinary one closes the
+          // batch here (an empty or too long one does not: appendByRules).
+          const next = buf.indexOf(10, pos) + 1;
+          if (plainLines(buf, pos, next, maxLen) === -1) break;
+          if (b.len > 0) {
+            this.close(b, true);
+            b = this.batchFor(file.ds);
+            continue;
+          }
+          // One line longer than the cap (a learned 413 limit) goes alone.
+          end = next;
+        }
+      }
+      const n = plainLines(buf, pos, end, maxLen);
+      if (n === -1) break;
+      deps.progress.claim(file.key, offset + (pos - from), offset + (end - from), b.id, buf.subarray(pos, end));
+      this.copyInto(b, buf, pos, end, n);
+      lines += n;
+      pos = end;
+    }
+    return { pos, lines };
   }
 
   /** A line the tailer found too long while still reading it (kept truncated to max_line_bytes). */
@@ -189,12 +295,14 @@ export class Batcher {
     for (const b of [...this.open.values()]) this.close(b);
   }
 
-  private batchFor(ds: string): OpenBatch {
+  /** The open batch of `ds`, or a new one; a new one adopts `src` when it is the fresh buffer lent for `ds` (borrow). */
+  private batchFor(ds: string, src?: Buffer): OpenBatch {
     let b = this.open.get(ds);
     if (!b) {
       const now = this.deps.now();
       const afterFull = this.closedFull.delete(ds);
-      b = { id: this.deps.batchIds.newBatchId(), ds, buf: Buffer.allocUnsafe(0), len: 0, lines: 0, openedAt: now, firstAt: now, afterFull, lastAppendAt: now };
+      const buf = this.buffers.adopt(ds, src) ?? Buffer.allocUnsafe(0);
+      b = { id: this.deps.batchIds.newBatchId(), ds, buf, len: 0, lines: 0, openedAt: now, firstAt: now, afterFull, lastAppendAt: now };
       this.open.set(ds, b);
     }
     return b;
@@ -211,26 +319,21 @@ export class Batcher {
     const need = b.len + extra;
     if (need <= b.buf.length) return;
     const cap = Math.max(this.deps.maxBytes, need);
-    let next: Buffer;
-    const spareAt = this.spare.findIndex((x) => x.length >= need);
-    if (spareAt >= 0) next = this.spare.splice(spareAt, 1)[0]!;
-    else next = Buffer.allocUnsafe(b.buf.length === 0 && need <= FIRST_BUFFER_BYTES ? Math.min(cap, FIRST_BUFFER_BYTES) : cap);
+    const next = this.buffers.takeSpare(need) ?? Buffer.allocUnsafe(b.buf.length === 0 && need <= FIRST_BUFFER_BYTES ? Math.min(cap, FIRST_BUFFER_BYTES) : cap);
     b.buf.copy(next, 0, 0, b.len);
     b.buf = next;
   }
 
   /** Give back a closed batch's buffer once its body is no longer needed (compressed). */
   recycle(body: Buffer): void {
-    // Only a buffer of its own (offset 0): a small one may be a slice of
-    // Node's shared pool, whose other bytes belong to someone else.
-    if (body.byteOffset !== 0 || body.buffer.byteLength < this.deps.maxBytes || this.spare.length >= SPARE_BUFFERS) return;
-    this.spare.push(Buffer.from(body.buffer, 0, body.buffer.byteLength));
+    this.buffers.recycle(body);
   }
 
   private copyInto(b: OpenBatch, src: Buffer, start: number, end: number, lines: number): void {
     if (b.len === 0) b.firstAt = this.deps.now();
     this.ensure(b, end - start + 1);
-    src.copy(b.buf, b.len, start, end);
+    // Read into this very place (a borrowed buffer): nothing to move.
+    if (src !== b.buf || start !== b.len) src.copy(b.buf, b.len, start, end);
     b.len += end - start;
     b.lines += lines;
     this.openBytesTotal += end - start;
@@ -275,16 +378,5 @@ export class Batcher {
       file.key,
       entry,
     );
-  }
-}
-
-function isJsonObject(buf: Buffer, start: number, end: number): boolean {
-  const slice = buf.subarray(start, end);
-  if (!isUtf8(slice)) return false;
-  try {
-    const v: unknown = JSON.parse(slice.toString('utf8'));
-    return typeof v === 'object' && v !== null && !Array.isArray(v);
-  } catch {
-    return false;
   }
 }

@@ -11,6 +11,7 @@
 //   finished.
 //
 // Offsets only (no object per line): this runs on every byte read.
+import { isUtf8 } from 'node:buffer';
 
 export const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
@@ -24,4 +25,33 @@ export function lineEnd(buf: Buffer, pos: number, end: number): number {
 /** Where the content of the line [pos, nl) ends: before a "\r" that precedes the newline. */
 export function contentEnd(buf: Buffer, pos: number, nl: number): number {
   return nl > pos && buf[nl - 1] === CARRIAGE_RETURN ? nl - 1 : nl;
+}
+
+/**
+ * The lines of buf[from, to) (which ends in "\n") when every one is
+ * ordinary: not empty, no "\r" before its newline, content at most `maxLen`
+ * bytes; else -1. One native search and two byte checks per line: the short
+ * loop nearly every chunk takes.
+ */
+export function plainLines(buf: Buffer, from: number, to: number, maxLen: number): number {
+  let n = 0;
+  let start = from;
+  for (let p = buf.indexOf(NEWLINE, from); ; p = buf.indexOf(NEWLINE, p + 1)) {
+    if (p === -1 || p === start || buf[p - 1] === CARRIAGE_RETURN || p - start > maxLen) return -1;
+    n++;
+    if (p >= to - 1) return n;
+    start = p + 1;
+  }
+}
+
+/** `validate: json`: the line is one JSON object. */
+export function isJsonObject(buf: Buffer, start: number, end: number): boolean {
+  const slice = buf.subarray(start, end);
+  if (!isUtf8(slice)) return false;
+  try {
+    const v: unknown = JSON.parse(slice.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
 }

@@ -270,14 +270,24 @@ export class FileTailer implements TrackedFileRef {
     const fh = this.detached ? this.fh : await this.ensureOpen();
     if (!fh) return 0;
     if (!this.pinned) {
-      // A short partial line (in memory) goes in front of the new bytes.
+      // A short partial line (in memory) goes in front of the new bytes,
+      // read straight into the open batch's buffer where the batcher lends
+      // it (no copy of the lines then), else into the read loop's buffer.
       const base = this.carry.length;
-      if (base > 0) this.carry.copy(buf, 0);
-      const { bytesRead } = await fh.read(buf, base, buf.length - base, this.readOffset);
-      if (bytesRead === 0) return 0;
-      this.readOffset += bytesRead;
-      this.consume(buf, 0, base + bytesRead, batcher);
-      return bytesRead;
+      const lent = batcher.borrow(this.ds, base, this.unreadBytes);
+      const into = lent?.buf ?? buf;
+      const at = lent?.at ?? 0;
+      const end = at + (lent ? Math.min(lent.room, base + buf.length) : buf.length);
+      try {
+        if (base > 0) this.carry.copy(into, at);
+        const { bytesRead } = await fh.read(into, at + base, end - at - base, this.readOffset);
+        if (bytesRead === 0) return 0;
+        this.readOffset += bytesRead;
+        this.consume(into, at, at + base + bytesRead, batcher);
+        return bytesRead;
+      } finally {
+        if (lent) batcher.giveBack(lent);
+      }
     }
     // A long partial line: look for its end in the new bytes only.
     const { bytesRead } = await fh.read(buf, 0, buf.length, this.readOffset);

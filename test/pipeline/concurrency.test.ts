@@ -26,7 +26,8 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
     const maxInFlightBytes = 3_000;
     const config = configFor(dir, emu, {
       batch: { max_bytes: 5_000, linger_ms: 50 },
-      limits: { max_in_flight_bytes: maxInFlightBytes, requests_per_second: 1000 },
+      // auto starts at one second of the rate budget: 40, so a doubling would show (80).
+      limits: { max_in_flight_bytes: maxInFlightBytes, requests_per_second: 40 },
       admin: { listen: '127.0.0.1:0' },
     });
     expect(config.limits.max_in_flight).toBe('auto'); // the default

@@ -29,6 +29,9 @@ function recorder() {
     tooLong(_f: unknown, head: Buffer, total: number, start: number, end: number) {
       tooLong.push({ head: head.length, total, start, end });
     },
+    // Reads go into the tailer's own buffer.
+    borrow: () => null,
+    giveBack: () => undefined,
   } as unknown as Batcher;
   return { lines, tooLong, batcher };
 }
