@@ -35,7 +35,7 @@ import type { HeapGrowth } from '../util/heap-growth.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { deadLetterDropped, queueRecordSkipped, stateDirTightened, stateFaultGauge } from '../observe/state-events.js';
+import { deadLetterDropped, queueRecordSkipped, stateDirTightened, stateFaultGauge, stateLockEvents } from '../observe/state-events.js';
 import { ApiConnection } from './api-connection.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
@@ -172,7 +172,7 @@ export class Agent {
       await this.api.readCredentials();
       // Before anything is written there: refused when another user could change it.
       await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
-      this.lock = await acquireLock(c.state_dir);
+      this.lock = await acquireLock(c.state_dir, { onEvent: stateLockEvents(deps.log, c.state_dir) });
       parts.add('state_dir lock', partOf(() => this.lock.release()));
       this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
       parts.add('state_dir watch', this.dirWatch);

@@ -5,6 +5,7 @@
 // the next purge or replay processes: no record that should stay is lost.
 import { promises as fsp } from 'node:fs';
 import { FatalIoError } from '../errors.js';
+import type { LockEvent } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
 import { listDeadLetterFiles, liveFile, matches, replayingFile, streamEntries, type Filter } from './files.js';
 import { acquireReplayLock, appendDurably, exists, takeLiveFile } from './replay.js';
@@ -22,10 +23,10 @@ export async function countSelected(dir: string, filter: Filter): Promise<number
   return n;
 }
 
-export async function purgeDeadLetters(dir: string, filter: Filter): Promise<PurgeSummary> {
+export async function purgeDeadLetters(dir: string, filter: Filter, onLockEvent?: (e: LockEvent) => void): Promise<PurgeSummary> {
   const sum: PurgeSummary = { removed: 0 };
   if ((await listDeadLetterFiles(dir, filter.datasource)).length === 0) return sum;
-  const lock = await acquireReplayLock(dir);
+  const lock = await acquireReplayLock(dir, onLockEvent);
   try {
     const names = [...new Set((await listDeadLetterFiles(dir, filter.datasource)).map((f) => f.ds))];
     for (const ds of names) {

@@ -30,7 +30,7 @@
 // state lock module; a dead holder's lock is taken over).
 import { promises as fsp } from 'node:fs';
 import { FatalIoError, StateLockedError, UsageError } from '../errors.js';
-import { acquireLock } from '../state/lock.js';
+import { acquireLock, type LockEvent } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
 import { encodeRecord, listDeadLetterFiles, liveFile, matches, replayingFile, specRecord, streamEntries, type Entry, type Filter } from './files.js';
 import type { LineResult, LineSender, StopReason } from './replay-sender.js';
@@ -45,6 +45,8 @@ export interface ReplayOptions {
   concurrency: number;
   sender: LineSender;
   now: () => Date;
+  /** The replay lock's fallback or wait, for the command to say. */
+  onLockEvent?: (e: LockEvent) => void;
 }
 
 export interface ReplaySummary {
@@ -65,7 +67,7 @@ export interface ReplaySummary {
 export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary> {
   const sum: ReplaySummary = { selected: 0, acknowledged: 0, rejected: 0, not_sent: 0, skipped_truncated: 0, remaining: 0, stopped: null };
   if ((await listDeadLetterFiles(o.dir, o.filter.datasource)).length === 0) return sum;
-  const lock = await acquireReplayLock(o.dir);
+  const lock = await acquireReplayLock(o.dir, o.onLockEvent);
   try {
     const names = [...new Set((await listDeadLetterFiles(o.dir, o.filter.datasource)).map((f) => f.ds))];
     for (const ds of names) {
@@ -87,9 +89,9 @@ export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary
   }
 }
 
-export async function acquireReplayLock(dir: string): Promise<{ release(): Promise<void> }> {
+export async function acquireReplayLock(dir: string, onEvent?: (e: LockEvent) => void): Promise<{ release(): Promise<void> }> {
   try {
-    return await acquireLock(dir);
+    return await acquireLock(dir, { onEvent });
   } catch (err) {
     if (err instanceof StateLockedError) {
       throw new UsageError(`another dead-letter replay (pid ${err.holderPid ?? 'unknown'}) is running on ${dir}; wait for it to finish`);

@@ -1,11 +1,13 @@
 // What the state side tells operators: the parked gauge for a full or
 // unwritable state_dir (the acker's faults), a line the full dead-letter
 // store could not keep, a queue record skipped as torn or corrupt, a
-// changed token file, and a loose state_dir made 0700.
+// changed token file, a loose state_dir made 0700, and the state lock's
+// fallback, wait and loss.
 import type { DeadLetterInput } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { StateFault } from '../state/acker.js';
+import type { LockEvent } from '../state/lock.js';
 
 export function stateFaultGauge(metrics: Metrics): (faults: ReadonlySet<Exclude<StateFault, null>>) => void {
   return (faults) => {
@@ -62,4 +64,26 @@ export function proxyInUse(log: Logger, route: { shown: string; from: string; no
 /** state_dir had group or other bits (an emptyDir's 0777, an old umask's 0755): made 0700 at start. */
 export function stateDirTightened(log: Logger, dir: string): (modeWas: string) => void {
   return (modeWas) => log.warn({ event: 'state_dir_tightened', dir, mode_was: modeWas }, `state_dir was mode ${modeWas}: made 0700, so no other user can replace what the agent keeps there`);
+}
+
+/** The state lock's words, for the agent's log and the commands' stderr alike. */
+export function stateLockMessage(e: LockEvent): string {
+  switch (e.kind) {
+    case 'fallback':
+      return `no usable flock program (${e.detail}): the state_dir lock is the lock file alone, which a third starter racing a takeover can slip past; install util-linux`;
+    case 'waiting':
+      return `the state_dir lock is held and no live owner is named in its lock file (an agent that just died, its flock still letting go): waiting up to ${e.waitMs} ms`;
+    case 'lost':
+      return `the flock process holding the state_dir lock ended (${e.detail}); the lock file alone guards the state_dir until the next start`;
+  }
+}
+
+/** At start (fallback, waiting) or while running (lost): once each. */
+export function stateLockEvents(log: Logger, dir: string): (e: LockEvent) => void {
+  return (e) => {
+    const msg = stateLockMessage(e);
+    if (e.kind === 'fallback') log.warn({ event: 'state_lock_fallback', dir, reason: e.reason, detail: e.detail }, msg);
+    else if (e.kind === 'waiting') log.info({ event: 'state_lock_waiting', dir, wait_ms: e.waitMs }, msg);
+    else log.warn({ event: 'state_lock_lost', dir, detail: e.detail }, msg);
+  };
 }

@@ -1,9 +1,24 @@
-// One process owns a state_dir at a time. The lock file holds the owner's pid
-// (first line, for messages and `status`) and, on Linux, the boot and the
-// process's start time (second line), so that a pid reused after a reboot or
-// by another process, or a zombie, is not taken for the owner.
+// One process owns a state_dir at a time, by two locks taken in this order:
 //
-// Node has no flock(2), so the file itself is the lock, made race-free:
+// 1. The kernel's: an exclusive flock(2) on the directory itself, held by a
+//    child `flock` program (flock.ts). The kernel lets it go with the process
+//    that holds it, kill -9 and a reboot included, and no two processes ever
+//    hold it at once: it is what makes starters racing for the state_dir safe.
+//    Held by another: refused at once when the lock file below names a live
+//    owner; otherwise the holder is an agent that has just died, whose flock
+//    child is still letting go (a supervisor's restart right after a kill -9),
+//    or a starter between its flock and its lock file, so we wait for it,
+//    at most FLOCK_WAIT_MS, before we refuse.
+// 2. The lock file, `spoolship.lock`, taken under the kernel's lock. It holds
+//    the owner's pid (first line, for messages and `status`) and, on Linux,
+//    the boot and the process's start time (second line), so that a pid
+//    reused after a reboot or by another process, or a zombie, is not taken
+//    for the owner. Where there is no usable flock program (not installed, a
+//    file system without flock(2)) it is the only lock, with one WARN at
+//    start; and it keeps an agent that has the kernel's lock from starting
+//    next to one that has only this one.
+//
+// The lock file is made race-free without flock(2):
 // - it never exists half-written: the content goes to a file of our own,
 //   fsync'd, which is then hard-linked to the lock's name (link(2) fails if
 //   the name exists, like O_EXCL). A starter that finds a lock reads a whole
@@ -13,23 +28,47 @@
 //   the very file we judged stale (same inode): if a racing starter took the
 //   lock over first, we moved its live lock, so it is put back and we are
 //   refused. Two starters judging the same stale lock cannot both win.
+//   A third one linking its own lock in the instant the moved live lock is
+//   put back can: only the kernel's lock closes that, so without flock the
+//   lock file alone leaves that race open.
 // A crash never needs a manual clean-up before the restart.
 import { promises as fsp, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { StateLockedError } from '../errors.js';
+import { takeFlock, type KernelLock } from './flock.js';
 
 export const LOCK_FILE = 'spoolship.lock';
+/**
+ * How long a starter waits for a kernel lock held with no live owner named in
+ * the lock file: a killed agent's flock child ends as soon as it reads EOF,
+ * in milliseconds; this bound covers a loaded machine, and a second agent
+ * racing the same start is refused after it.
+ */
+export const FLOCK_WAIT_MS = 5000;
 
 export interface StateLock {
+  /** 'flock': both locks; 'lock_file': the lock file alone (no usable flock program). */
+  readonly by: 'flock' | 'lock_file';
   release(): Promise<void>;
 }
 
-/** Test seams: the identity written, and a pause between reading a lock and acting on it. */
+/** What the lock tells operators (observe/state-events.ts words it). */
+export type LockEvent =
+  | { kind: 'fallback'; reason: 'flock_missing' | 'flock_failed'; detail: string }
+  | { kind: 'waiting'; waitMs: number }
+  | { kind: 'lost'; detail: string };
+
 export interface LockOptions {
+  /** Test seam: the identity written. */
   pid?: number;
-  /** Called after a held lock was read and judged, before it is taken over (tests interleave starters here). */
+  /** Test seam: called after a held lock file was read and judged, before it is taken over (tests interleave starters here). */
   beforeTakeover?: () => Promise<void>;
+  /** The flock program, looked up on PATH; default 'flock' (tests name one that does not exist). */
+  flockProgram?: string;
+  /** Default FLOCK_WAIT_MS. */
+  flockWaitMs?: number;
+  onEvent?: (e: LockEvent) => void;
 }
 
 interface Holder {
@@ -91,8 +130,49 @@ export async function readLockHolder(stateDir: string): Promise<number | null> {
 }
 
 export async function acquireLock(stateDir: string, opts: LockOptions = {}): Promise<StateLock> {
-  const pid = opts.pid ?? process.pid;
   await fsp.mkdir(stateDir, { recursive: true });
+  const kernel = await takeKernelLock(stateDir, opts);
+  let file: { release(): Promise<void> };
+  try {
+    file = await acquireLockFile(stateDir, opts);
+  } catch (err) {
+    await kernel?.release();
+    throw err;
+  }
+  kernel?.onLost((detail) => opts.onEvent?.({ kind: 'lost', detail }));
+  return {
+    by: kernel ? 'flock' : 'lock_file',
+    release: async () => {
+      // The file first: a starter that gets the kernel's lock next must not
+      // find our pid, alive, in the lock file and be refused.
+      try {
+        await file.release();
+      } finally {
+        await kernel?.release();
+      }
+    },
+  };
+}
+
+/** The kernel's lock, or null where no flock program works here (the lock file alone then). */
+async function takeKernelLock(stateDir: string, opts: LockOptions): Promise<KernelLock | null> {
+  const program = opts.flockProgram ?? 'flock';
+  let got = await takeFlock(stateDir, { program, waitMs: 0 });
+  if (got.kind === 'busy') {
+    const holder = await readLockHolder(stateDir);
+    if (holder !== null) throw new StateLockedError(stateDir, holder);
+    const waitMs = opts.flockWaitMs ?? FLOCK_WAIT_MS;
+    opts.onEvent?.({ kind: 'waiting', waitMs });
+    got = await takeFlock(stateDir, { program, waitMs });
+    if (got.kind === 'busy') throw new StateLockedError(stateDir, await readLockHolder(stateDir));
+  }
+  if (got.kind === 'held') return got.lock;
+  opts.onEvent?.({ kind: 'fallback', reason: got.reason, detail: got.detail });
+  return null;
+}
+
+async function acquireLockFile(stateDir: string, opts: LockOptions): Promise<{ release(): Promise<void> }> {
+  const pid = opts.pid ?? process.pid;
   const file = path.join(stateDir, LOCK_FILE);
   const own = `${file}.${pid}.${randomBytes(4).toString('hex')}`;
   const stamp = processStamp(pid);

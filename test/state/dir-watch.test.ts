@@ -15,7 +15,8 @@ async function watched(): Promise<{ stateDir: string; clock: ManualClock; losses
   const root = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dirwatch-'));
   cleanups.push(() => rm(root, { recursive: true, force: true }));
   const stateDir = path.join(root, 'state');
-  await acquireLock(stateDir);
+  const lock = await acquireLock(stateDir);
+  cleanups.push(() => lock.release());
   const clock = new ManualClock();
   const watch = await StateDirWatch.open(stateDir, clock);
   cleanups.push(() => watch.close());

@@ -1,13 +1,17 @@
-// The state lock under races and odd holders, driven deterministically: two
-// starters that judged the same stale lock are held at the moment between
-// judging and taking over, then let go one after the other; only one may
-// hold the state_dir. A pid that now belongs to another process (after a
-// reboot, or reused) and a zombie are not owners.
+// The state lock under races and odd holders, driven deterministically:
+// starters are held at the moment between judging a stale lock file and
+// taking it over, and at the moment a live lock moved aside is put back,
+// then let go one after the other; only one may hold the state_dir. With
+// the kernel's lock (flock) a second starter cannot even judge the lock
+// file while the first is inside; the lock file alone (no flock program)
+// still keeps two starters apart. A pid that now belongs to another process
+// (after a reboot, or reused) and a zombie are not owners.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { promises as fsPromises } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StateLockedError } from '../../src/errors.js';
 import { acquireLock, LOCK_FILE, processStamp, readLockHolder } from '../../src/state/lock.js';
 
@@ -51,15 +55,66 @@ function gate(): { wait: () => Promise<void>; reached: Promise<void>; open: () =
   };
 }
 
+/** A flock program that is not there: the fallback, the lock file alone. */
+const NO_FLOCK = { flockProgram: 'spoolship-test-no-such-flock' };
+
+/** A promise's outcome as a value, so a test can wait on several starters without one's refusal throwing. */
+function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; err: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (err: unknown) => ({ ok: false as const, err }),
+  );
+}
+
 describe('the state lock', () => {
-  it('two starters that judged the same stale lock: the first takes it over, the second is refused naming it', async () => {
+  it('a third starter racing in while a second puts back the live lock it moved aside: one holder', async () => {
+    const dir = await tempDir();
+    await writeFile(path.join(dir, LOCK_FILE), `${await deadPid()}\n`);
+    const [b, c] = [liveChild(), liveChild()];
+    const ga = gate();
+    const gb = gate();
+    // The instant between moving a live lock aside and linking it back.
+    const putBack = gate();
+    const link = fsPromises.link;
+    const spy = vi.spyOn(fsPromises, 'link').mockImplementation(async (from, to) => {
+      if (String(from).includes('.stale.')) await putBack.wait();
+      return link(from, to);
+    });
+    cleanups.push(async () => spy.mockRestore());
+    // A short wait for a lock that names no live owner: A holds it, paused, until B has its answer.
+    const quick = { flockWaitMs: 200 };
+    const a = settle(acquireLock(dir, { ...quick, beforeTakeover: ga.wait }));
+    await ga.reached; // A judged the dead owner's lock stale
+    const bDone = settle(acquireLock(dir, { ...quick, pid: b.pid!, beforeTakeover: gb.wait }));
+    // B judges the same stale lock and waits at its gate, or, kept out while A
+    // is inside, is refused without reaching it.
+    await Promise.race([gb.reached, bDone]);
+    ga.open();
+    expect((await a).ok, 'A takes the stale lock over').toBe(true);
+    gb.open();
+    // B moved A's live lock aside and holds there, or has its answer already.
+    await Promise.race([putBack.reached, bDone]);
+    const cDone = settle(acquireLock(dir, { ...quick, pid: c.pid! }));
+    const cResult = await cDone;
+    putBack.open();
+    const results = { A: await a, B: await bDone, C: cResult };
+    const holders = Object.entries(results)
+      .filter(([, r]) => r.ok)
+      .map(([who]) => who);
+    for (const [, r] of Object.entries(results)) if (r.ok) cleanups.push(() => (r.value as { release(): Promise<void> }).release());
+    expect(holders, 'starters that hold the state_dir at once').toEqual(['A']);
+    expect(await readLockHolder(dir)).toBe(process.pid);
+  });
+
+  it('the lock file alone (no flock): two starters that judged the same stale lock: the first takes it over, the second is refused naming it', async () => {
     const dir = await tempDir();
     await writeFile(path.join(dir, LOCK_FILE), `${await deadPid()}\n`);
     const other = liveChild();
     const ga = gate();
     const gb = gate();
-    const a = acquireLock(dir, { beforeTakeover: ga.wait });
-    const b = acquireLock(dir, { pid: other.pid!, beforeTakeover: gb.wait });
+    // With flock the second could not judge the lock while the first is inside.
+    const a = acquireLock(dir, { ...NO_FLOCK, beforeTakeover: ga.wait });
+    const b = acquireLock(dir, { ...NO_FLOCK, pid: other.pid!, beforeTakeover: gb.wait });
     // Both read the dead owner's lock and judged it stale.
     await Promise.all([ga.reached, gb.reached]);
     ga.open();

@@ -9,6 +9,7 @@ import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, 
 import { renderList, renderSummary, STOP_MESSAGES } from '../../deadletter/render.js';
 import { countSelected, purgeDeadLetters } from '../../deadletter/purge.js';
 import { replayDeadLetters } from '../../deadletter/replay.js';
+import { stateLockMessage } from '../../observe/state-events.js';
 import { confirm } from '../../clusters/confirm.js';
 import { createReplaySender } from '../../deadletter/replay-sender.js';
 import { inFlightCeiling } from '../../sender/from-config.js';
@@ -142,6 +143,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
       concurrency: inFlightCeiling(config),
       sender,
       now: () => new Date(),
+      onLockEvent: (e) => say(`note: ${stateLockMessage(e)}`),
     });
     io.stdout.write(json ? `${JSON.stringify(summary)}\n` : renderSummary(summary));
     if (summary.acknowledged > 0) await tellAgent(config, io);
@@ -174,7 +176,7 @@ async function purge(config: Readonly<Config>, filter: Filter, json: boolean, ye
       return EXIT_OK;
     }
   }
-  const summary = await purgeDeadLetters(dir, filter);
+  const summary = await purgeDeadLetters(dir, filter, (e) => io.stderr.write(`spoolship dead-letter purge: note: ${stateLockMessage(e)}\n`));
   io.stdout.write(json ? `${JSON.stringify(summary)}\n` : `removed ${summary.removed} dead letter(s)${describeFilter(filter)}\n`);
   if (summary.removed > 0) await tellAgent(config, io);
   return EXIT_OK;

@@ -20,6 +20,7 @@ import { printable } from '../../util/printable.js';
 import type { ControlAnswer, ControlRequest, QueueRow } from '../../control/protocol.js';
 import { readQueueRecords, type QueueRecordView } from '../../report/queue-reader.js';
 import { acquireLock } from '../../state/lock.js';
+import { stateLockMessage } from '../../observe/state-events.js';
 import { StateStore } from '../../state/store.js';
 import { relocateFiles } from '../../spool/relocate.js';
 import { parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
@@ -165,7 +166,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
   const queueDir = path.join(config.state_dir, 'queue');
   let lock;
   try {
-    lock = await acquireLock(config.state_dir);
+    lock = await acquireLock(config.state_dir, { onEvent: (e) => io.stderr.write(`spoolship queue dead-letter: note: ${stateLockMessage(e)}\n`) });
   } catch (err) {
     if (err instanceof StateLockedError) {
       io.stderr.write(`spoolship queue dead-letter: the agent (pid ${err.holderPid ?? 'unknown'}) holds ${config.state_dir} but does not answer on its control socket (an older spoolship?); stop it, move the batches, then start it again (nothing moved)\n`);
