@@ -4,10 +4,13 @@
 // buffers, cut at the last newline, compress (--compress compressions in
 // flight on the threadpool: bench/lib/runs.mjs gives the CPUs, as the
 // agent's compression.threads: auto does), POST over HTTP/1.1 (undici Pool, as spoolship uses) with
-// wait=true. Prints one JSON line with what it did. Run by bench/run.mjs in
-// its own process so that its CPU and RSS are measured like the agent's.
+// wait=true, its requests started no faster than --rps a second (spaced as
+// the agent's own budget spaces them, 5 % apart: the platform's limit binds a
+// bare pipeline as it binds the agent; 0: unpaced). Prints one JSON line with
+// what it did. Run by bench/run.mjs in its own process so that its CPU and
+// RSS are measured like the agent's.
 //
-//   node bench/reference.mjs --dir DIR --ds NAME --url URL --token T [--codec zstd --level 3 --chunk 10000000 --compress 2 --posts 8]
+//   node bench/reference.mjs --dir DIR --ds NAME --url URL --token T [--codec zstd --level 3 --chunk 10000000 --compress 2 --posts 8 --rps 100]
 import { closeSync, openSync, readSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -26,6 +29,7 @@ const level = Number(a.level ?? 3);
 const CHUNK = Number(a.chunk ?? 10_000_000);
 const MAX_COMPRESS = Number(a.compress ?? 2);
 const MAX_POSTS = Number(a.posts ?? 8);
+const SPACING_MS = Number(a.rps ?? 0) > 0 ? (1000 / Number(a.rps)) * 1.05 : 0;
 const gzip = promisify(zlib.gzip);
 // @mongodb-js/zstd 1.2.2's index.js drops the level (`compress(data)` calls the
 // binding without it, so every level is zstd's default, 3). The reference
@@ -39,6 +43,16 @@ const pool = new Pool(url.origin, { connections: MAX_POSTS });
 const query = `/v0/events?name=${encodeURIComponent(a.ds)}&wait=true`;
 const headers = { authorization: `Bearer ${a.token}`, 'content-type': 'application/x-ndjson' };
 if (encoding) headers['content-encoding'] = encoding;
+
+/** Request starts at least SPACING_MS apart, first come first served (src/sender/limiter.ts). */
+let lastStart = -Infinity;
+let paceChain = Promise.resolve();
+const paced = () =>
+  (paceChain = paceChain.then(async () => {
+    const wait = lastStart + SPACING_MS - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    lastStart = performance.now();
+  }));
 
 let compressing = 0;
 let posting = 0;
@@ -66,6 +80,7 @@ async function ship(buf, len) {
   await until(() => posting < MAX_POSTS);
   posting++;
   try {
+    if (SPACING_MS > 0) await paced();
     const res = await pool.request({ method: 'POST', path: query, headers, body });
     const text = await res.body.text();
     out.requests++;

@@ -30,6 +30,7 @@ import { throughput } from './cases/throughput.mjs';
 import { ctx, LINGER_MS, MAX_BYTES } from './lib/context.mjs';
 import { loadavg } from './lib/format.mjs';
 import { startSink } from './lib/sink.mjs';
+import { REFERENCE_COMPRESSIONS } from './lib/runs.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const CASES = { throughput, sweep, many, coldstart, latency, 'latency-sweep': latencySweep, fleet, outage };
@@ -73,6 +74,10 @@ const opt = {
   outageSeconds: Number(flag('outage-seconds', '25')),
   queueSize: parseSize(flag('queue-size', '1GB')),
   rounds: Number(flag('rounds', '3')),
+  // compression.threads of the agent and the reference's compressions (default: auto, the CPUs)
+  threads: flag('threads', null) === null ? null : Number(flag('threads', null)),
+  // The reference's requests per second (the platform's budget, as limits.requests_per_second); 0: unpaced
+  referenceRps: Number(flag('reference-rps', '100')),
   profile: has('profile'),
   noReference: has('no-reference'),
   keep: has('keep'),
@@ -161,11 +166,12 @@ const md =
   `Machine: ${machineDesc}; loadavg at end ${loadavg()}.\n\n` +
   `Build: ${buildDesc}.\n\n` +
   `Command: \`npm run bench -- ${argv.join(' ')}\`. Agent config: codec ${opt.codec}:${opt.level}, batch.max_bytes ${MAX_BYTES}, linger_ms ${LINGER_MS}, wait=true, ` +
-  `checkpoints and the disk retry queue on (defaults). ` +
+  `checkpoints and the disk retry queue on (defaults), compression.threads ${opt.threads ?? 'auto'}. ` +
+  `Reference: ${opt.threads ?? REFERENCE_COMPRESSIONS} compressions in flight, ${opt.referenceRps > 0 ? `requests paced at ${opt.referenceRps}/s as the agent's budget paces its own` : 'requests unpaced'}. ` +
   `Agent started as ${opt.launch === 'node' ? '`node dist/cli.js run`' : 'the `spoolship` program (dist/cli.js; its launcher applies the memory settings)'}; environment: ${Object.keys(opt.agentEnv).length ? JSON.stringify(opt.agentEnv) : 'none added'}. ` +
   `${opt.agentDist ? `Agent build (experiment): ${opt.agentDist}. ` : ''}` +
   `${opt.baselineDist ? `Baseline build (throughput rounds also run it, as "spoolship (baseline)"): ${opt.baselineDist}. ` : ''}` +
-  `Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the 2 cores. ` +
+  `Sink: \`spoolship emulator --no-validate\` (count-only, decodes every body) in its own process, sharing the machine's cores. ` +
   `MB/s = corpus bytes / wall time from process spawn to the last acknowledgement (includes start-up). CPU = utime + stime of the measured process only.\n\n` +
   (summary.length ? `| target | measured |\n|---|---:|\n${summary.map(([a, b]) => `| ${a} | ${b} |`).join('\n')}\n\n` : '') +
   sections.join('\n') +

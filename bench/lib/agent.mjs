@@ -47,7 +47,7 @@ batch:
 compression:
   codec: ${o.codec ?? 'zstd'}
   level: ${o.level ?? 3}
-admin:
+${o.threads ? `  threads: ${o.threads}\n` : ''}admin:
   listen: 127.0.0.1:${o.adminPort}
 shutdown_timeout_ms: ${o.shutdownTimeoutMs ?? 5000}
 log:

@@ -50,6 +50,8 @@ function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = 
  * Its libuv pool is sized as the agent's launcher sizes the agent's.
  */
 export const REFERENCE_COMPRESSIONS = Math.max(1, os.availableParallelism());
+/** Compressions of the reference: the agent's compression.threads when --threads sets it, else the CPUs. */
+const referenceCompressions = () => ctx.opt.threads ?? REFERENCE_COMPRESSIONS;
 
 /** Run the reference in its own process; returns a result row. */
 export async function runReference(corpus, codec, level) {
@@ -60,8 +62,8 @@ export async function runReference(corpus, codec, level) {
   const epoch0 = Date.now();
   const child = spawn(
     process.execPath,
-    [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines), '--compress', String(REFERENCE_COMPRESSIONS)],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, UV_THREADPOOL_SIZE: String(Math.max(4, REFERENCE_COMPRESSIONS + 2)) } },
+    [path.join(root, 'bench/reference.mjs'), '--dir', corpus.dir, '--ds', corpus.ds, '--url', sink.url, '--token', sink.token, '--codec', codec, '--level', String(level), '--lines', String(corpus.lines), '--compress', String(referenceCompressions()), '--rps', String(ctx.opt.referenceRps)],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, UV_THREADPOOL_SIZE: String(Math.max(4, referenceCompressions() + 2)) } },
   );
   let cpuS = 0;
   let hwm = 0;
@@ -130,6 +132,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     level,
     lingerMs: LINGER_MS,
     maxBytes: MAX_BYTES,
+    threads: opt.threads,
     sampleFds,
     nodeArgs: profile ? ['--import', path.join(root, 'bench/lib/prof-preload.mjs')] : [],
     env: { ...opt.agentEnv, ...(profile ? { BENCH_PROFILE_OUT: path.join(dir, 'agent.cpuprofile') } : {}) },
