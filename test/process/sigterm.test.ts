@@ -1,7 +1,7 @@
 // SIGTERM under load: the agent drains its in-flight requests, persists its
 // state and exits 0 within shutdown_timeout_ms; the next start resumes with
 // no duplicate and nothing missing (README "Commands" and "Delivery guarantee").
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkDelivery, errorsIn, lines, metric, sleep, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
@@ -26,6 +26,21 @@ async function sigterm(p: AgentProcess): Promise<{ code: number | null; ms: numb
 }
 
 describe('SIGTERM (process)', () => {
+  it('a handle left open (a library timer that is never cleared) does not keep a stopped agent alive: it exits right after "stopped"', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t, { shutdown_timeout_ms: SHUTDOWN_TIMEOUT_MS });
+    // What a library could leave behind; without run's explicit exit the event loop would never end.
+    const preload = path.join(dir, 'keep-alive.cjs');
+    writeFileSync(preload, 'setInterval(() => {}, 1 << 30);\n');
+    const p = spawnAgent(cfg.configFile, { NODE_OPTIONS: `--require ${preload}` });
+    await p.started;
+    p.child.kill('SIGTERM');
+    const exit = await p.exited;
+    expect(exit.code).toBe(0);
+    expect(p.logs.at(-1)?.msg).toBe('stopped');
+  });
+
   it('under load: exit 0 within shutdown_timeout_ms, then a restart with zero duplicates and nothing missing', async () => {
     const dir = await tempDir();
     const t = await startEmu(dir, { faults: [{ kind: 'slow', delay_ms: 300 }] });
