@@ -1,7 +1,8 @@
 // What an acknowledgement tells the hooks (observe/sender-events.ts): its
 // odd answer, if any; whether its row counts add up to the lines sent (one
-// that does not is acknowledged all the same, its counts ignored: #29 item
-// 10); and the lines and quarantined rows it counts.
+// that does not is acknowledged all the same, its counts ignored:
+// docs/troubleshooting.md, `odd_answer_counts_mismatch`); and the lines and
+// quarantined rows it counts.
 import { judgeRowCounts } from './retry-policy.js';
 import type { Final, Part, SenderHooks } from './types.js';
 
