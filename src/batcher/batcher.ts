@@ -20,7 +20,7 @@
 // carry the bytes, whose CRC its intent keeps so that crash re-forming can
 // tell the same bytes from other ones at the same offsets.
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
-import { contentEnd as contentEndOf, isJsonObject, lineEnd as newlineAt, plainLines } from './lines.js';
+import { contentEnd as contentEndOf, isJsonObject, lineEnd as newlineAt, plainRun } from './lines.js';
 import type { DeadLetterInput } from '../deadletter/store.js';
 import { BatchBuffers } from './buffers.js';
 
@@ -221,10 +221,10 @@ export class Batcher {
   }
 
   /**
-   * The leading ordinary lines of buf[from, to) (lines.ts plainLines): the
+   * The leading ordinary lines of buf[from, to) (lines.ts plainRun): the
    * same batches, claims and counts as appendByRules, with one search and
-   * two byte checks per line. Returns where it stopped (`to`, or the start
-   * of a run holding another kind of line) and the lines it took.
+   * two byte checks per line. Returns where it stopped (`to`, or the first
+   * line of another kind) and the lines it took.
    */
   private appendPlain(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, cap: number): { pos: number; lines: number } {
     const { deps } = this;
@@ -243,7 +243,7 @@ export class Batcher {
           // Not even the next line fits. Only an ordinary one closes the
           // batch here (an empty or too long one does not: appendByRules).
           const next = buf.indexOf(10, pos) + 1;
-          if (plainLines(buf, pos, next, maxLen) === -1) break;
+          if (plainRun(buf, pos, next, maxLen).end !== next) break;
           if (b.len > 0) {
             this.close(b, true);
             b = this.batchFor(file.ds);
@@ -253,12 +253,16 @@ export class Batcher {
           end = next;
         }
       }
-      const n = plainLines(buf, pos, end, maxLen);
-      if (n === -1) break;
-      deps.progress.claim(file.key, offset + (pos - from), offset + (end - from), b.id, buf.subarray(pos, end));
-      this.copyInto(b, buf, pos, end, n);
-      lines += n;
-      pos = end;
+      // Up to the first line of another kind, which appendByRules takes on
+      // from (its claim continues this one's range and CRC).
+      const run = plainRun(buf, pos, end, maxLen);
+      if (run.end > pos) {
+        deps.progress.claim(file.key, offset + (pos - from), offset + (run.end - from), b.id, buf.subarray(pos, run.end));
+        this.copyInto(b, buf, pos, run.end, run.lines);
+        lines += run.lines;
+        pos = run.end;
+      }
+      if (pos < end) break;
     }
     return { pos, lines };
   }

@@ -28,20 +28,22 @@ export function contentEnd(buf: Buffer, pos: number, nl: number): number {
 }
 
 /**
- * The lines of buf[from, to) (which ends in "\n") when every one is
- * ordinary: not empty, no "\r" before its newline, content at most `maxLen`
- * bytes; else -1. One native search and two byte checks per line: the short
- * loop nearly every chunk takes.
+ * The ordinary lines at the start of buf[from, to) (which ends in "\n"): not
+ * empty, no "\r" before the newline, content at most `maxLen` bytes. `end`
+ * is where the first line of another kind starts (`to` when there is none).
+ * One native search and two byte checks per line: the short loop nearly every
+ * chunk takes.
  */
-export function plainLines(buf: Buffer, from: number, to: number, maxLen: number): number {
-  let n = 0;
+export function plainRun(buf: Buffer, from: number, to: number, maxLen: number): { end: number; lines: number } {
+  let lines = 0;
   let start = from;
-  for (let p = buf.indexOf(NEWLINE, from); ; p = buf.indexOf(NEWLINE, p + 1)) {
-    if (p === -1 || p === start || buf[p - 1] === CARRIAGE_RETURN || p - start > maxLen) return -1;
-    n++;
-    if (p >= to - 1) return n;
+  while (start < to) {
+    const p = buf.indexOf(NEWLINE, start);
+    if (p === -1 || p >= to || p === start || buf[p - 1] === CARRIAGE_RETURN || p - start > maxLen) break;
+    lines++;
     start = p + 1;
   }
+  return { end: start, lines };
 }
 
 /** `validate: json`: the line is one JSON object. */
