@@ -12,16 +12,7 @@ import { captureLogs } from '../support/log-capture.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 import { bodyBytes, SpilledBody, type Body } from '../../src/sender/body.js';
 import { onCleanup, tempDir } from './helpers.js';
-
-function random(n: number, seed: number): Buffer {
-  const b = Buffer.allocUnsafe(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
-}
+import { noise } from '../support/noise.js';
 
 
 async function chunksOf(body: SpilledBody): Promise<Buffer> {
@@ -36,9 +27,9 @@ describe('HeldBodies', () => {
     await HeldBodies.prepare(dir);
     const gauge: number[] = [];
     const held = new HeldBodies({ dir, memoryBytes: 3_000_000, keep: 4, log: pino({ level: 'silent' }), onSpilled: (b) => gauge.push(b) });
-    const a = random(1_200_000, 1);
-    const b = random(1_200_000, 2);
-    const c = random(1_300_000, 3); // 3.7 MB with a and b: over the bound
+    const a = noise(1_200_000, 1);
+    const b = noise(1_200_000, 2);
+    const c = noise(1_300_000, 3); // 3.7 MB with a and b: over the bound
     const ha = await held.hold(a, false);
     const hb = await held.hold(b, false);
     const hc = await held.hold(c, false);
@@ -59,7 +50,7 @@ describe('HeldBodies', () => {
     held.release(ha);
     held.release(hc);
     expect(gauge).toEqual([1_300_000, 0]);
-    const hd = await held.hold(random(1_500_000, 4), false);
+    const hd = await held.hold(noise(1_500_000, 4), false);
     expect(Buffer.isBuffer(hd)).toBe(true);
     expect(held.bytes).toEqual({ inMemory: 2_700_000, spilled: 0 });
     // A spilled body read after its release fails: its file is gone.
@@ -69,21 +60,21 @@ describe('HeldBodies', () => {
   it('with a bound of 0 spills every body, the batch\'s own memory too (codec none); kept in memory, that is not copied', async () => {
     const dir = path.join(await tempDir(), 'spill');
     await HeldBodies.prepare(dir);
-    const own = random(100_000, 5);
+    const own = noise(100_000, 5);
     const spillAll = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log: pino({ level: 'silent' }) });
     const s = await spillAll.hold(own, true);
     expect(s).toBeInstanceOf(SpilledBody);
     own.fill(0); // the batch buffer goes back to the batcher and is reused: the spilled body keeps its bytes
-    expect((await bodyBytes(s)).equals(random(100_000, 5))).toBe(true);
+    expect((await bodyBytes(s)).equals(noise(100_000, 5))).toBe(true);
     spillAll.release(s);
     const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
     const m = await inMemory.hold(own, true);
     expect(m).toBe(own);
     // A body larger than the bound stays in memory when it is the only one (a 10 MB batch with codec none); the next is spilled.
-    const big = random(2_000_000, 9);
+    const big = noise(2_000_000, 9);
     const small = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
     expect(await small.hold(big, true)).toBe(big);
-    expect(await small.hold(random(10_000, 10), false)).toBeInstanceOf(SpilledBody);
+    expect(await small.hold(noise(10_000, 10), false)).toBeInstanceOf(SpilledBody);
   });
 
   it('prepare() empties the directory of files a crash left between open and unlink', async () => {
@@ -101,7 +92,7 @@ describe('HeldBodies', () => {
     onCleanup(async () => unmount());
     const { log, logs: events } = captureLogs();
     const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
-    const big = [random(1_500_000, 6), random(1_500_000, 7)];
+    const big = [noise(1_500_000, 6), noise(1_500_000, 7)];
     const kept: Body[] = [];
     for (const b of big) kept.push(await held.hold(b, false));
     // Neither fits a 1 MB file system: both stay in memory, whole and correct.
@@ -111,7 +102,7 @@ describe('HeldBodies', () => {
     expect(events.find((e) => e.event === 'body_spill_failed')).toMatchObject({ level: 40, dir });
     // What a failed spill wrote is gone: a small body fits again and is spilled.
     expect(readdirSync(dir)).toEqual([]);
-    const small = random(300_000, 8);
+    const small = noise(300_000, 8);
     const s = await held.hold(small, false);
     expect(s).toBeInstanceOf(SpilledBody);
     expect((await bodyBytes(s)).equals(small)).toBe(true);

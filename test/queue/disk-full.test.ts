@@ -15,6 +15,7 @@ import { createMetrics } from '../../src/metrics/metrics.js';
 import { QueueReport } from '../../src/observe/health.js';
 import { RetryQueue, type QueuedHeader } from '../../src/queue/retry-queue.js';
 import { mountTmpfs } from '../support/tmpfs.js';
+import { noise } from '../support/noise.js';
 
 const cleanups: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -43,26 +44,16 @@ async function setup(size: string) {
 
 const header = (id: number): QueuedHeader => ({ id, ds: 'ev', encoding: 'zstd', rawLen: 100, lines: 3, queuedAt: 1000 + id });
 
-function random(n: number, seed: number): Buffer {
-  const b = Buffer.allocUnsafe(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
-}
-
 describe('retry queue on a full file system (real tmpfs)', () => {
   it('a record the disk cannot take leaves nothing behind: the gauge and the segments on disk agree, and a reopen finds no damage', async () => {
     const s = await setup('3m');
-    await s.q.append(header(1), random(500_000, 1));
+    await s.q.append(header(1), noise(500_000, 1));
     // 3.1 MB do not fit beside 0.5 MB on 3 MiB: the write fails part way.
-    await expect(s.q.append(header(2), random(3_100_000, 2))).rejects.toMatchObject({ code: 'ENOSPC' });
+    await expect(s.q.append(header(2), noise(3_100_000, 2))).rejects.toMatchObject({ code: 'ENOSPC' });
     expect(await s.gauge()).toBe(s.onDisk());
     expect(s.onDisk()).toBeLessThan(600_000);
     // The space it took is free again: a smaller record fits and is read back whole.
-    const small = random(1_000_000, 3);
+    const small = noise(1_000_000, 3);
     await s.q.append(header(3), small);
     expect(await s.gauge()).toBe(s.onDisk());
     await s.q.close();
@@ -78,15 +69,15 @@ describe('retry queue on a full file system (real tmpfs)', () => {
 
   it('a drained queue keeps no segment: the gauge reads 0 and the space is free', async () => {
     const s = await setup('4m');
-    await s.q.append(header(1), random(3_100_000, 4));
+    await s.q.append(header(1), noise(3_100_000, 4));
     expect(await s.gauge()).toBe(s.onDisk());
     const r = await s.q.take();
     await s.q.ack(r!.ref);
     expect(await s.gauge()).toBe(0);
     expect(s.onDisk()).toBe(0);
     // The file system has the room back: another 3.1 MB fit.
-    writeFileSync(path.join(s.dir, 'filler'), random(3_100_000, 5));
-    await s.q.append(header(2), random(500_000, 6));
+    writeFileSync(path.join(s.dir, 'filler'), noise(3_100_000, 5));
+    await s.q.append(header(2), noise(500_000, 6));
     expect(await s.gauge()).toBe(s.onDisk());
     expect(s.q.batches).toBe(1);
   });
