@@ -6,7 +6,8 @@
 // Determinism matters: a retried batch must be byte-identical to its first
 // attempt. We keep the compressed bytes for retries, and after a crash we
 // re-compress the same uncompressed bytes at the same level, which zstd and
-// gzip reproduce exactly for a given library version.
+// gzip reproduce exactly for a given library version; zstd's parts
+// (parts.ts) are cut where the bytes alone say.
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
@@ -20,27 +21,54 @@ interface ZstdBinding {
 const zstd = createRequire(import.meta.url)('@mongodb-js/zstd/bindings.js') as ZstdBinding;
 
 import type { CodecName } from './levels.js';
+import { partsOf } from './parts.js';
 
 export type { CodecName };
+
+/** Runs one part's compression when a compression thread is free (the pipeline's slots); by default at once. */
+export type CompressTurn = (compress: () => Promise<Buffer>) => Promise<Buffer>;
 
 export interface Codec {
   readonly name: CodecName;
   /** Value of the Content-Encoding header, or null for an uncompressed body. */
   readonly contentEncoding: 'zstd' | 'gzip' | null;
+  /**
+   * The body's frames, in order: zstd cuts `data` into parts (parts.ts) and
+   * compresses them in parallel, each in its own `turn`; gzip and none give
+   * one. Their concatenation is the body, a pure function of `data`.
+   */
+  compressFrames(data: Buffer, turn?: CompressTurn): Promise<Buffer[]>;
+  /** The whole body in one buffer (compressFrames concatenated). */
   compress(data: Buffer): Promise<Buffer>;
 }
 
 const gzipAsync = promisify(zlib.gzip);
 const gunzipAsync = promisify(zlib.gunzip);
 
+const atOnce: CompressTurn = (compress) => compress();
+
+function codec(name: CodecName, contentEncoding: Codec['contentEncoding'], compressFrames: Codec['compressFrames']): Codec {
+  return {
+    name,
+    contentEncoding,
+    compressFrames,
+    compress: async (data) => {
+      const frames = await compressFrames(data);
+      return frames.length === 1 ? frames[0]! : Buffer.concat(frames);
+    },
+  };
+}
+
 export function createCodec(name: CodecName, level: number): Codec {
   switch (name) {
     case 'zstd':
-      return { name, contentEncoding: 'zstd', compress: (data) => zstd.compress(data, level) };
+      // Only zstd is cut into parts: every zstd decoder reads concatenated
+      // frames, while gzip readers that stop after the first member exist.
+      return codec(name, 'zstd', (data, turn = atOnce) => Promise.all(partsOf(data).map((part) => turn(() => zstd.compress(part, level)))));
     case 'gzip':
-      return { name, contentEncoding: 'gzip', compress: (data) => gzipAsync(data, { level }) };
+      return codec(name, 'gzip', async (data, turn = atOnce) => [await turn(() => gzipAsync(data, { level }))]);
     case 'none':
-      return { name, contentEncoding: null, compress: async (data) => data };
+      return codec(name, null, async (data) => [data]);
   }
 }
 

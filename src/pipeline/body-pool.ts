@@ -21,18 +21,20 @@ export class BodyPool {
   /** `keep`: how many free buffers to hold at most (the rest go to the GC). */
   constructor(private readonly keep: number) {}
 
-  /** A copy of `src` in a buffer of the pool. */
-  copy(src: Buffer): Buffer {
-    const at = this.free.findIndex((b) => b.length >= src.length);
+  /** The buffers of `src` one after another, copied into a buffer of the pool. */
+  copy(src: Buffer[]): Buffer {
+    const length = src.reduce((n, b) => n + b.length, 0);
+    const at = this.free.findIndex((b) => b.length >= length);
     let buf: Buffer;
     if (at >= 0) {
       buf = this.free.splice(at, 1)[0]!;
     } else {
-      buf = Buffer.allocUnsafeSlow(Math.max(GRAIN, Math.ceil(src.length / GRAIN) * GRAIN));
+      buf = Buffer.allocUnsafeSlow(Math.max(GRAIN, Math.ceil(length / GRAIN) * GRAIN));
     }
     this.lent.add(buf.buffer as ArrayBuffer);
-    src.copy(buf, 0);
-    return buf.subarray(0, src.length);
+    let pos = 0;
+    for (const b of src) pos += b.copy(buf, pos);
+    return buf.subarray(0, length);
   }
 
   /** Hand back a body made by copy(); anything else, or a second release, is ignored. The caller must no longer use it. */

@@ -75,15 +75,16 @@ export class HeldBodies {
   }
 
   /**
-   * Hold a compressed body until release(). `own`: the body is the batch's
-   * own memory (codec none), kept as it is; otherwise it is copied into the
+   * Hold a compressed body, given as its frames, until release(). `own`: the
+   * body is the batch's own memory (codec none, one frame), kept as it is;
+   * otherwise the frames are copied, one after another, into the
    * pool at once and the codec's output is dropped (body-pool.ts says why:
    * held through a spill's write it would outlive young collections). Beyond
    * the bound the copy is written to a file and goes back to the pool.
    */
-  hold(body: Buffer, own: boolean): Promise<Body> {
-    const mine = own ? body : this.pool.copy(body);
-    if (!own) this.o.drops?.dropped(body.length, 'copied');
+  hold(frames: Buffer[], own: boolean): Promise<Body> {
+    const mine = own ? frames[0]! : this.pool.copy(frames);
+    if (!own) this.o.drops?.dropped(mine.length, 'copied');
     // Not async itself: `body` must not stay referenced while the spill is written.
     return this.place(mine);
   }

@@ -31,6 +31,7 @@ import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
 import { Semaphore } from '../sender/limiter.js';
 import { bodyBytes, type Body } from '../sender/body.js';
+import { PART_BYTES } from '../codec/parts.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -46,6 +47,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private readonly tasks = new Set<Promise<void>>();
   private active = 0;
   private compressing = 0;
+  private compressingBytes = 0;
   private roomWaiters: Array<() => void> = [];
   lastAckAt: number;
   private stopping = false;
@@ -165,6 +167,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     const extra = Math.min(this.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     return (
       this.compressing >= this.o.compressionThreads ||
+      this.compressingBytes >= this.compressingBound ||
       this.bytesBind() ||
       this.active >= this.maxInFlight + PIPELINE_SLACK + extra ||
       (this.saturated && this.o.batcher.openBytes >= this.o.maxOpenBytes)
@@ -201,18 +204,29 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   }
 
   /**
-   * At most compression.threads compressions run at once, however many
-   * batches close together (a read step can close dozens of small ones);
-   * the rest wait their turn here, counted in `compressing`, so the reader
-   * waits too.
+   * At most compression.threads compressions (of parts: codec/parts.ts) run
+   * at once, however many batches close together (a read step can close
+   * dozens of small ones); the rest wait their turn here, in the order their
+   * batches closed.
    */
-  private async compressTurn(compress: () => Promise<Buffer>): Promise<Buffer> {
+  private readonly compressTurn = async (compress: () => Promise<Buffer>): Promise<Buffer> => {
     await this.compressSlots.acquire();
     try {
       return await compress();
     } finally {
       this.compressSlots.release();
     }
+  };
+
+  /**
+   * Raw bytes waiting for or in compression beyond which the reader waits:
+   * a part for every thread and one batch more, so that the threads find
+   * work while the reader fills the next batch. With 2 threads that is two
+   * full batches, as many as threads; with 16 it is three, not sixteen
+   * (their raw buffers are most of the memory: bench/README.md, finding 38).
+   */
+  private get compressingBound(): number {
+    return this.o.compressionThreads * PART_BYTES + this.o.maxBatchBytes;
   }
 
   /** PIPELINE_SLACK compressed bodies already wait for room under max_in_flight_bytes. */
@@ -242,18 +256,20 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       await this.retryStateWrite(async () => void store.completeBatch(batch.id));
       return;
     }
+    const rawLen = batch.body.length;
     this.compressing++;
-    let body: Buffer;
+    this.compressingBytes += rawLen;
+    let frames: Buffer[];
     try {
-      [body] = await Promise.all([
-        this.compressTurn(() => codec.compress(batch.body)),
+      [frames] = await Promise.all([
+        codec.compressFrames(batch.body, this.compressTurn),
         recovered ? Promise.resolve() : this.retryStateWrite(() => store.recordIntent(batch.id, batch.ds, batch.lines)),
       ]);
     } finally {
       this.compressing--;
+      this.compressingBytes -= rawLen;
       for (const w of this.roomWaiters.splice(0)) w();
     }
-    const rawLen = batch.body.length;
     metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes, held by the pipeline
     // (held-bodies.ts: in a buffer of its own pool, or spilled to a file), and
@@ -261,10 +277,10 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     // many batches in flight. With codec none the body is the batch's own
     // memory: kept in memory, it goes back to the batcher once the batch is
     // delivered or on disk (dead letters copy their lines).
-    const own = body.buffer === batch.body.buffer;
-    const holding = this.bodies.hold(body, own);
+    const own = frames.length === 1 && frames[0]!.buffer === batch.body.buffer;
+    const holding = this.bodies.hold(frames, own);
     // The codec's output is copied now: unreferenced from here on, it dies young.
-    body = EMPTY;
+    frames = [];
     const held = await holding;
     const keepsBatch = own && Buffer.isBuffer(held);
     if (!keepsBatch) this.o.batcher.recycle(batch.body);

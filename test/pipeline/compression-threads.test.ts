@@ -1,45 +1,66 @@
-// compression.threads: as many batches compress at once as the setting says
+// compression.threads: as many compressions run at once as the setting says
 // (it was a constant 2 whatever the host), and the agent says how many in
-// its gauge and /status. The codec counts the compressions under way and
-// holds each until as many as the setting allows have started (or 300 ms
-// passed, so a lower limit fails on the count, not on a timeout).
+// its gauge and /status. Large batches are compressed in parts, so the
+// threads need not hold a raw batch each: the raw bytes waiting for them are
+// bounded by a part per thread and one batch.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCodec, type Codec } from '../../src/codec/index.js';
 import { configFor, gauge, startAgent, startEmu, tempDir, waitForRows, writeLines } from './helpers.js';
 
-function countingCodec(target: number): { codec: Codec; most: () => number } {
+/**
+ * The real zstd codec, counting the compressions (of parts) running at once
+ * and the batches between the start and the end of their compression. Each
+ * part waits until `target` parts run and, if given, `batchTarget` batches
+ * compress (or 300 ms passed, so a lower limit fails on the count, not on a
+ * timeout).
+ */
+function countingCodec(target: number, batchTarget = Infinity): { codec: Codec; most: () => number; mostBatches: () => number } {
   const real = createCodec('zstd', 3);
   let running = 0;
   let most = 0;
+  let batches = 0;
+  let mostBatches = 0;
   let held: Array<() => void> = [];
+  const reached = () => running >= target && (batchTarget === Infinity || batches >= batchTarget);
   const releaseAll = () => {
     for (const go of held.splice(0)) go();
+  };
+  const counted = async (compress: () => Promise<Buffer>): Promise<Buffer> => {
+    running++;
+    most = Math.max(most, running);
+    try {
+      if (reached()) releaseAll();
+      else {
+        await new Promise<void>((go) => {
+          const t = setTimeout(go, 300);
+          held.push(() => {
+            clearTimeout(t);
+            go();
+          });
+        });
+      }
+      return await compress();
+    } finally {
+      running--;
+    }
   };
   const codec: Codec = {
     name: real.name,
     contentEncoding: real.contentEncoding,
-    async compress(data) {
-      running++;
-      most = Math.max(most, running);
+    compress: real.compress,
+    async compressFrames(data, turn = (c) => c()) {
+      batches++;
+      mostBatches = Math.max(mostBatches, batches);
+      if (reached()) releaseAll();
       try {
-        if (running >= target) releaseAll();
-        else {
-          await new Promise<void>((go) => {
-            const t = setTimeout(go, 300);
-            held.push(() => {
-              clearTimeout(t);
-              go();
-            });
-          });
-        }
-        return await real.compress(data);
+        return await real.compressFrames(data, (compress) => turn(() => counted(compress)));
       } finally {
-        running--;
+        batches--;
       }
     },
   };
-  return { codec, most: () => most };
+  return { codec, most: () => most, mostBatches: () => mostBatches };
 }
 
 describe('compression.threads', () => {
@@ -60,4 +81,26 @@ describe('compression.threads', () => {
       expect(status.agent.compression.pool).toBeGreaterThanOrEqual(1);
     });
   }
+
+  it('6 threads: parts of the batches keep all 6 busy, and at most 3 batches of 4 MB wait for them (a part per thread and one batch), not 6', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    // Seven full batches of 4 MB (four parts each): lines of exactly 400
+    // bytes, so every batch closes full, none by linger (a linger may close
+    // a partial one while the reader waits: it is not read past the bound).
+    const lines = Array.from({ length: 70_000 }, (_, i) => {
+      const head = JSON.stringify({ i, pad: '' }).length;
+      return JSON.stringify({ i, pad: `${i * 7919}`.padEnd(399 - head, 'y') });
+    });
+    expect(new Set(lines.map((l) => l.length))).toEqual(new Set([399]));
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    // Parts wait for a 4th batch (or 300 ms): the reader gets every chance to read one.
+    const { codec, most, mostBatches } = countingCodec(6, 4);
+    const config = configFor(dir, emu, { batch: { max_bytes: 4_000_000, linger_ms: 60_000 }, compression: { threads: 6 } });
+    await startAgent(config, { codec });
+    await waitForRows(emu, dir, 'ev', lines, 'every line');
+    expect(most()).toBe(6);
+    // 6 parts of 1 MiB and one batch of 4,000,000 bytes: two batches are under that, the third reaches it.
+    expect(mostBatches()).toBe(3);
+  });
 });

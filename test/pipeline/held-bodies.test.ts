@@ -30,9 +30,9 @@ describe('HeldBodies', () => {
     const a = noise(1_200_000, 1);
     const b = noise(1_200_000, 2);
     const c = noise(1_300_000, 3); // 3.7 MB with a and b: over the bound
-    const ha = await held.hold(a, false);
-    const hb = await held.hold(b, false);
-    const hc = await held.hold(c, false);
+    const ha = await held.hold([a], false);
+    const hb = await held.hold([b], false);
+    const hc = await held.hold([c], false);
     expect(Buffer.isBuffer(ha) && Buffer.isBuffer(hb)).toBe(true);
     expect(hc).toBeInstanceOf(SpilledBody);
     expect(hc.length).toBe(c.length);
@@ -50,7 +50,7 @@ describe('HeldBodies', () => {
     held.release(ha);
     held.release(hc);
     expect(gauge).toEqual([1_300_000, 0]);
-    const hd = await held.hold(noise(1_500_000, 4), false);
+    const hd = await held.hold([noise(1_500_000, 4)], false);
     expect(Buffer.isBuffer(hd)).toBe(true);
     expect(held.bytes).toEqual({ inMemory: 2_700_000, spilled: 0 });
     // A spilled body read after its release fails: its file is gone.
@@ -62,19 +62,19 @@ describe('HeldBodies', () => {
     await HeldBodies.prepare(dir);
     const own = noise(100_000, 5);
     const spillAll = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log: pino({ level: 'silent' }) });
-    const s = await spillAll.hold(own, true);
+    const s = await spillAll.hold([own], true);
     expect(s).toBeInstanceOf(SpilledBody);
     own.fill(0); // the batch buffer goes back to the batcher and is reused: the spilled body keeps its bytes
     expect((await bodyBytes(s)).equals(noise(100_000, 5))).toBe(true);
     spillAll.release(s);
     const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
-    const m = await inMemory.hold(own, true);
+    const m = await inMemory.hold([own], true);
     expect(m).toBe(own);
     // A body larger than the bound stays in memory when it is the only one (a 10 MB batch with codec none); the next is spilled.
     const big = noise(2_000_000, 9);
     const small = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
-    expect(await small.hold(big, true)).toBe(big);
-    expect(await small.hold(noise(10_000, 10), false)).toBeInstanceOf(SpilledBody);
+    expect(await small.hold([big], true)).toBe(big);
+    expect(await small.hold([noise(10_000, 10)], false)).toBeInstanceOf(SpilledBody);
   });
 
   it('prepare() empties the directory of files a crash left between open and unlink', async () => {
@@ -94,7 +94,7 @@ describe('HeldBodies', () => {
     const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
     const big = [noise(1_500_000, 6), noise(1_500_000, 7)];
     const kept: Body[] = [];
-    for (const b of big) kept.push(await held.hold(b, false));
+    for (const b of big) kept.push(await held.hold([b], false));
     // Neither fits a 1 MB file system: both stay in memory, whole and correct.
     expect(kept.every((k) => Buffer.isBuffer(k))).toBe(true);
     expect(kept.map((k, i) => (k as Buffer).equals(big[i]!))).toEqual([true, true]);
@@ -103,7 +103,7 @@ describe('HeldBodies', () => {
     // What a failed spill wrote is gone: a small body fits again and is spilled.
     expect(readdirSync(dir)).toEqual([]);
     const small = noise(300_000, 8);
-    const s = await held.hold(small, false);
+    const s = await held.hold([small], false);
     expect(s).toBeInstanceOf(SpilledBody);
     expect((await bodyBytes(s)).equals(small)).toBe(true);
     expect(events.filter((e) => e.event === 'body_spill_resumed')).toHaveLength(1);

@@ -8,7 +8,9 @@ import { truncateSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDelivery, kill9, lines, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
+import { PART_BYTES } from '../../src/codec/parts.js';
+import { expectByteIdenticalRetries } from '../support/byte-identical.js';
+import { LINE_BYTES, checkDelivery, kill9, lines, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
 
 describe('crash re-forming from changed content (process)', () => {
   it('a batch unanswered at a kill -9, its file copytruncated before the restart: no other lines in its place, its lines counted lost', async () => {
@@ -44,5 +46,30 @@ describe('crash re-forming from changed content (process)', () => {
     const gone = second.logs.filter((l) => l.event === 'resend_files_gone');
     expect(gone).toHaveLength(1);
     expect(gone[0]).toMatchObject({ datasource: 'ev', changed: 1, lines_lost: 500 });
+  });
+
+  it('a batch of several zstd frames unanswered at a kill -9 is compressed again, after the restart, into the very same bytes', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
+    const paths = await writeConfig(dir, t);
+    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
+    await mkdir(path.dirname(file), { recursive: true });
+    // One batch of ~3.5 MiB: four parts (codec/parts.ts), four frames.
+    const count = Math.ceil((3.5 * PART_BYTES) / LINE_BYTES);
+    writeFileSync(file, lines('f', 0, count));
+    const first = spawnAgent(paths.configFile);
+    await first.started;
+    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
+    await kill9(first);
+    t.emu.setFaults([]);
+    const second = spawnAgent(paths.configFile);
+    await second.started;
+    await waitFor(async () => ((await checkDelivery(t, 'ev', 'f', count)).missing === 0 ? true : null), 'every line');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    const hung = t.records.find((r) => r.outcome === 'hang')!;
+    const again = t.records.find((r) => r.outcome !== 'hang' && r.decodedSha1 === hung.decodedSha1);
+    expect(again?.decodedBytes, 'the hung batch, more than three parts, sent again').toBeGreaterThan(3 * PART_BYTES);
+    expect(expectByteIdenticalRetries(t.records), 'the hung batch, sent again by the second agent').toBe(1);
   });
 });
