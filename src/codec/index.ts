@@ -21,7 +21,7 @@ interface ZstdBinding {
 const zstd = createRequire(import.meta.url)('@mongodb-js/zstd/bindings.js') as ZstdBinding;
 
 import type { CodecName } from './levels.js';
-import { partsOf } from './parts.js';
+import { PART_BYTES, partsOf } from './parts.js';
 
 export type { CodecName };
 
@@ -32,6 +32,8 @@ export interface Codec {
   readonly name: CodecName;
   /** Value of the Content-Encoding header, or null for an uncompressed body. */
   readonly contentEncoding: 'zstd' | 'gzip' | null;
+  /** Raw bytes per part when a body is cut into parts compressed in parallel (zstd: PART_BYTES), or null: one batch per thread. */
+  readonly partBytes: number | null;
   /**
    * The body's frames, in order: zstd cuts `data` into parts (parts.ts) and
    * compresses them in parallel, each in its own `turn`; gzip and none give
@@ -47,10 +49,11 @@ const gunzipAsync = promisify(zlib.gunzip);
 
 const atOnce: CompressTurn = (compress) => compress();
 
-function codec(name: CodecName, contentEncoding: Codec['contentEncoding'], compressFrames: Codec['compressFrames']): Codec {
+function codec(name: CodecName, contentEncoding: Codec['contentEncoding'], partBytes: number | null, compressFrames: Codec['compressFrames']): Codec {
   return {
     name,
     contentEncoding,
+    partBytes,
     compressFrames,
     compress: async (data) => {
       const frames = await compressFrames(data);
@@ -64,11 +67,11 @@ export function createCodec(name: CodecName, level: number): Codec {
     case 'zstd':
       // Only zstd is cut into parts: every zstd decoder reads concatenated
       // frames, while gzip readers that stop after the first member exist.
-      return codec(name, 'zstd', (data, turn = atOnce) => Promise.all(partsOf(data).map((part) => turn(() => zstd.compress(part, level)))));
+      return codec(name, 'zstd', PART_BYTES, (data, turn = atOnce) => Promise.all(partsOf(data, PART_BYTES).map((part) => turn(() => zstd.compress(part, level)))));
     case 'gzip':
-      return codec(name, 'gzip', async (data, turn = atOnce) => [await turn(() => gzipAsync(data, { level }))]);
+      return codec(name, 'gzip', null, async (data, turn = atOnce) => [await turn(() => gzipAsync(data, { level }))]);
     case 'none':
-      return codec(name, null, async (data) => [data]);
+      return codec(name, null, null, async (data) => [data]);
   }
 }
 

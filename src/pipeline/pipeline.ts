@@ -31,7 +31,6 @@ import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
 import { Semaphore } from '../sender/limiter.js';
 import { bodyBytes, type Body } from '../sender/body.js';
-import { PART_BYTES } from '../codec/parts.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -219,14 +218,17 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   };
 
   /**
-   * Raw bytes waiting for or in compression beyond which the reader waits:
-   * a part for every thread and one batch more, so that the threads find
-   * work while the reader fills the next batch. With 2 threads that is two
-   * full batches, as many as threads; with 16 it is three, not sixteen
-   * (their raw buffers are most of the memory: bench/README.md, finding 38).
+   * Raw bytes waiting for or in compression beyond which the reader waits,
+   * where the codec cuts batches into parts: a part for every thread and
+   * one batch more, so that the threads find work while the reader fills
+   * the next batch. With 2 threads that is two full batches, as many as
+   * threads; with 16 it is three, not sixteen (their raw buffers are most
+   * of the memory: bench/README.md, finding 38). A codec that compresses
+   * whole batches needs one per thread: only their number binds.
    */
   private get compressingBound(): number {
-    return this.o.compressionThreads * PART_BYTES + this.o.maxBatchBytes;
+    const part = this.o.codec.partBytes;
+    return part === null ? Number.POSITIVE_INFINITY : this.o.compressionThreads * part + this.o.maxBatchBytes;
   }
 
   /** PIPELINE_SLACK compressed bodies already wait for room under max_in_flight_bytes. */

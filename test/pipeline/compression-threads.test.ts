@@ -15,8 +15,8 @@ import { configFor, gauge, startAgent, startEmu, tempDir, waitForRows, writeLine
  * compress (or 300 ms passed, so a lower limit fails on the count, not on a
  * timeout).
  */
-function countingCodec(target: number, batchTarget = Infinity): { codec: Codec; most: () => number; mostBatches: () => number } {
-  const real = createCodec('zstd', 3);
+function countingCodec(target: number, batchTarget = Infinity, name: 'zstd' | 'gzip' = 'zstd'): { codec: Codec; most: () => number; mostBatches: () => number } {
+  const real = createCodec(name, name === 'zstd' ? 3 : 1);
   let running = 0;
   let most = 0;
   let batches = 0;
@@ -48,6 +48,7 @@ function countingCodec(target: number, batchTarget = Infinity): { codec: Codec; 
   const codec: Codec = {
     name: real.name,
     contentEncoding: real.contentEncoding,
+    partBytes: real.partBytes,
     compress: real.compress,
     async compressFrames(data, turn = (c) => c()) {
       batches++;
@@ -82,25 +83,34 @@ describe('compression.threads', () => {
     });
   }
 
-  it('6 threads: parts of the batches keep all 6 busy, and at most 3 batches of 4 MB wait for them (a part per thread and one batch), not 6', async () => {
+  /** Seven full batches of 4 MB: lines of exactly 400 bytes, so every batch closes full, none by linger (a linger may close a partial one while the reader waits: it is not read past the bound). */
+  async function sevenFullBatches(counting: ReturnType<typeof countingCodec>): Promise<void> {
     const dir = await tempDir();
     const emu = await startEmu(dir);
-    // Seven full batches of 4 MB (four parts each): lines of exactly 400
-    // bytes, so every batch closes full, none by linger (a linger may close
-    // a partial one while the reader waits: it is not read past the bound).
     const lines = Array.from({ length: 70_000 }, (_, i) => {
       const head = JSON.stringify({ i, pad: '' }).length;
       return JSON.stringify({ i, pad: `${i * 7919}`.padEnd(399 - head, 'y') });
     });
     expect(new Set(lines.map((l) => l.length))).toEqual(new Set([399]));
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
-    // Parts wait for a 4th batch (or 300 ms): the reader gets every chance to read one.
-    const { codec, most, mostBatches } = countingCodec(6, 4);
-    const config = configFor(dir, emu, { batch: { max_bytes: 4_000_000, linger_ms: 60_000 }, compression: { threads: 6 } });
-    await startAgent(config, { codec });
+    const config = configFor(dir, emu, { batch: { max_bytes: 4_000_000, linger_ms: 60_000 }, compression: { codec: counting.codec.name, threads: 6 } });
+    await startAgent(config, { codec: counting.codec });
     await waitForRows(emu, dir, 'ev', lines, 'every line');
-    expect(most()).toBe(6);
+  }
+
+  it('zstd, 6 threads: parts of the batches keep all 6 busy, and at most 3 batches of 4 MB wait for them (a part per thread and one batch), not 6', async () => {
+    // Parts wait for a 4th batch (or 300 ms): the reader gets every chance to read one.
+    const counting = countingCodec(6, 4);
+    await sevenFullBatches(counting);
+    expect(counting.most()).toBe(6);
     // 6 parts of 1 MiB and one batch of 4,000,000 bytes: two batches are under that, the third reaches it.
-    expect(mostBatches()).toBe(3);
+    expect(counting.mostBatches()).toBe(3);
+  });
+
+  it('gzip, 6 threads (one member per batch): 6 batches compress at once, one per thread', async () => {
+    const counting = countingCodec(6, 6, 'gzip');
+    await sevenFullBatches(counting);
+    expect(counting.most()).toBe(6);
+    expect(counting.mostBatches()).toBe(6);
   });
 });
