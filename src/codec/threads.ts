@@ -1,4 +1,5 @@
-// compression.threads: how many batches compress at once, and how large
+// compression.threads: how many compressions run at once (parts of zstd
+// batches: parts.ts; whole gzip batches), and how large
 // libuv's thread pool is (the compressions run there, beside file reads,
 // fsyncs and DNS lookups).
 //

@@ -55,7 +55,7 @@ export const SCHEMA = {
   compression: {
     codec: key(oneOf(['zstd', 'gzip', 'none']), 'zstd', 'Content-Encoding of the bodies'),
     level: key(int({ min: 0 }), 3, "the codec's level"),
-    threads: key(autoOr(int({ min: 1, max: MAX_COMPRESSION_THREADS, unit: '(the most libuv runs at once)' })), 'auto', 'batches compressing at once; auto: the CPUs this process may use (codec/threads.ts)'),
+    threads: key(autoOr(int({ min: 1, max: MAX_COMPRESSION_THREADS, unit: '(the most libuv runs at once)' })), 'auto', 'compressions at once (parts of a zstd batch, whole gzip batches); auto: the CPUs this process may use (codec/threads.ts)'),
   },
   limits: {
     requests_per_second: key(int({ min: 1 }), 100, "requests in any sliding 1 s window per budget (the platform's Events API limit)"),

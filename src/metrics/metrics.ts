@@ -153,7 +153,7 @@ export function createMetrics(sources: MetricsSources = {}) {
     }),
     compressionThreads: new client.Gauge({
       name: 'spoolship_compression_threads',
-      help: 'Batches compressing at once: compression.threads, or the CPUs this process may use when auto',
+      help: 'Compressions at once (parts of zstd batches): compression.threads, or the CPUs this process may use when auto',
       registers: reg,
     }),
     spilledBodyBytes: new client.Gauge({

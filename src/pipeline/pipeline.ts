@@ -66,9 +66,10 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       log: Logger;
       clock: Clock;
       /**
-       * Batches compressing at once (compression.threads, codec/threads.ts):
-       * each holds up to max_bytes uncompressed, so the reader waits beyond
-       * this instead of piling uncompressed batches up in memory.
+       * Compressions at once (compression.threads, codec/threads.ts): as
+       * many batches wait for them at most (fewer where the codec cuts
+       * parts: compressingBound), each up to max_bytes uncompressed, so the
+       * reader waits beyond that instead of piling raw batches up in memory.
        */
       compressionThreads: number;
       /** The most that can ever be in flight (sizes the body pool). */

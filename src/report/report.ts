@@ -78,7 +78,7 @@ export interface AgentInfo {
   api: string | null;
   ready: boolean | null;
   reasons: string[];
-  /** Batches compressing at once (compression.threads) and libuv's pool; absent when read from disk. */
+  /** Compressions at once (compression.threads) and libuv's pool; absent when read from disk. */
   compression?: { threads: number; pool: number };
 }
 
