@@ -40,8 +40,9 @@ describe('the agent on a manual clock', () => {
 
     // The next tick after linger_ms closes it.
     clock.advance(100);
-    // The emulator stores the rows before it records the request.
+    // The emulator stores the rows before it records the request: wait for both.
     await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the batch after linger_ms');
+    await waitFor(() => emu.requests().length > 0, 'the request recorded');
     expect(emu.requests()).toHaveLength(1);
 
     // The first checkpoint after journaling came at once; the next one only
