@@ -5,23 +5,12 @@
 // alone, which still keeps two agents apart.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StateLockedError } from '../../src/errors.js';
 import { acquireLock, LOCK_FILE, readLockHolder, type LockEvent } from '../../src/state/lock.js';
-
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), 'spoolship-flock-'));
-  cleanups.push(() => rm(d, { recursive: true, force: true }));
-  return d;
-}
+import { onCleanup, tempDir } from './helpers.js';
 
 const NO_FLOCK = { flockProgram: 'spoolship-test-no-such-flock' };
 
@@ -35,7 +24,7 @@ function flockFree(dir: string): boolean {
 /** Another process holding the directory's flock (and writing no lock file) until its stdin closes. */
 async function outsideHolder(dir: string): Promise<ChildProcess> {
   const c = spawn('flock', ['-o', dir, 'cat'], { stdio: ['pipe', 'pipe', 'ignore'] });
-  cleanups.push(async () => c.kill('SIGKILL'));
+  onCleanup(async () => c.kill('SIGKILL'));
   c.stdin!.write('held\n');
   await new Promise((r) => c.stdout!.once('data', r));
   return c;
@@ -58,7 +47,7 @@ function flockChildrenOn(dir: string): number[] {
 
 describe('the state lock with flock', () => {
   it('holds the kernel lock on the state_dir until release, and the lock is free when release returns', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     const lock = await acquireLock(dir);
     expect(lock.by).toBe('flock');
     expect(flockFree(dir)).toBe(false);
@@ -72,9 +61,9 @@ describe('the state lock with flock', () => {
   });
 
   it('a holder named in the lock file and alive: refused at once, naming it, without waiting', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     const lock = await acquireLock(dir);
-    cleanups.push(() => lock.release());
+    onCleanup(() => lock.release());
     const events: LockEvent[] = [];
     const refused = await acquireLock(dir, { onEvent: (e) => events.push(e) }).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(StateLockedError);
@@ -83,7 +72,7 @@ describe('the state lock with flock', () => {
   });
 
   it('held with no live owner named (a killed agent\'s flock letting go): waits, and takes it once it is let go', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     const holder = await outsideHolder(dir);
     const events: LockEvent[] = [];
     const starting = acquireLock(dir, {
@@ -101,7 +90,7 @@ describe('the state lock with flock', () => {
   });
 
   it('held with no live owner named, and not let go within the wait: refused (exit code, not a guess), naming no pid', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     await outsideHolder(dir);
     const events: LockEvent[] = [];
     const refused = await acquireLock(dir, { flockWaitMs: 100, onEvent: (e) => events.push(e) }).catch((err: unknown) => err);
@@ -113,10 +102,10 @@ describe('the state lock with flock', () => {
   });
 
   it('its flock process killed while held: the lock says so, once', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     const lost: LockEvent[] = [];
     const lock = await acquireLock(dir, { onEvent: (e) => lost.push(e) });
-    cleanups.push(() => lock.release());
+    onCleanup(() => lock.release());
     const [pid, ...more] = flockChildrenOn(dir);
     expect(more).toEqual([]);
     process.kill(pid!, 'SIGKILL');
@@ -126,10 +115,10 @@ describe('the state lock with flock', () => {
   });
 
   it('no flock program: the lock file alone, said once, and it still refuses a second starter with or without flock', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     // The holder is another live process (a lock file naming this one's own pid is its own to take over).
     const other = spawn('sleep', ['60'], { stdio: 'ignore' });
-    cleanups.push(async () => other.kill('SIGKILL'));
+    onCleanup(async () => other.kill('SIGKILL'));
     const events: LockEvent[] = [];
     const lock = await acquireLock(dir, { ...NO_FLOCK, pid: other.pid!, onEvent: (e) => events.push(e) });
     expect(lock.by).toBe('lock_file');
@@ -144,7 +133,7 @@ describe('the state lock with flock', () => {
   });
 
   it('a flock program that fails otherwise: the lock file alone, saying why', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-flock-');
     const events: LockEvent[] = [];
     // `false` exits 1 whatever it is given: neither "held" nor "busy".
     const lock = await acquireLock(dir, { flockProgram: 'false', onEvent: (e) => events.push(e) });

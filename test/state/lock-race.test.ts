@@ -8,28 +8,17 @@
 // (after a reboot, or reused) and a zombie are not owners.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsPromises } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { StateLockedError } from '../../src/errors.js';
 import { acquireLock, LOCK_FILE, processStamp, readLockHolder } from '../../src/state/lock.js';
-
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), 'spoolship-lock-'));
-  cleanups.push(() => rm(d, { recursive: true, force: true }));
-  return d;
-}
+import { onCleanup, tempDir } from './helpers.js';
 
 /** A process that lives until the test ends (another starter's identity). */
 function liveChild(): ChildProcess {
   const c = spawn('sleep', ['60'], { stdio: 'ignore' });
-  cleanups.push(async () => c.kill('SIGKILL'));
+  onCleanup(async () => c.kill('SIGKILL'));
   return c;
 }
 
@@ -68,7 +57,7 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
 
 describe('the state lock', () => {
   it('a third starter racing in while a second puts back the live lock it moved aside: one holder', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-lock-');
     await writeFile(path.join(dir, LOCK_FILE), `${await deadPid()}\n`);
     const [b, c] = [liveChild(), liveChild()];
     const ga = gate();
@@ -80,7 +69,7 @@ describe('the state lock', () => {
       if (String(from).includes('.stale.')) await putBack.wait();
       return link(from, to);
     });
-    cleanups.push(async () => spy.mockRestore());
+    onCleanup(async () => spy.mockRestore());
     // A short wait for a lock that names no live owner: A holds it, paused, until B has its answer.
     const quick = { flockWaitMs: 200 };
     const a = settle(acquireLock(dir, { ...quick, beforeTakeover: ga.wait }));
@@ -101,13 +90,13 @@ describe('the state lock', () => {
     const holders = Object.entries(results)
       .filter(([, r]) => r.ok)
       .map(([who]) => who);
-    for (const [, r] of Object.entries(results)) if (r.ok) cleanups.push(() => (r.value as { release(): Promise<void> }).release());
+    for (const [, r] of Object.entries(results)) if (r.ok) onCleanup(() => (r.value as { release(): Promise<void> }).release());
     expect(holders, 'starters that hold the state_dir at once').toEqual(['A']);
     expect(await readLockHolder(dir)).toBe(process.pid);
   });
 
   it('the lock file alone (no flock): two starters that judged the same stale lock: the first takes it over, the second is refused naming it', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-lock-');
     await writeFile(path.join(dir, LOCK_FILE), `${await deadPid()}\n`);
     const other = liveChild();
     const ga = gate();
@@ -135,7 +124,7 @@ describe('the state lock', () => {
   });
 
   it('a starter never reads a lock half-written: the file appears with its pid in it', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-lock-');
     const other = liveChild();
     const lock = await acquireLock(dir, { pid: other.pid! });
     // What a second starter reads at any moment after the lock's name exists.
@@ -145,7 +134,7 @@ describe('the state lock', () => {
   });
 
   it('a live pid that is another process now (a reboot, a reused pid) is no owner: the lock is taken over', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-lock-');
     const other = liveChild();
     expect(processStamp(other.pid!)).toMatch(/^boot \S+ start \d+$/);
     await writeFile(path.join(dir, LOCK_FILE), `${other.pid}\nboot 00000000-0000-0000-0000-000000000000 start 1\n`);
@@ -155,11 +144,11 @@ describe('the state lock', () => {
   });
 
   it('a zombie is no owner', async () => {
-    const dir = await tempDir();
+    const dir = await tempDir('spoolship-lock-');
     // The child exits at once; its parent never reaps it. (A shell's `sleep 0 &`
     // before `exec sleep 60` was sometimes reaped by the shell under load.)
     const parent = spawn('perl', ['-e', '$| = 1; my $p = fork(); exit 0 if $p == 0; print "$p\n"; sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    cleanups.push(async () => parent.kill('SIGKILL'));
+    onCleanup(async () => parent.kill('SIGKILL'));
     const zombie = Number((await new Promise<Buffer>((r) => parent.stdout!.once('data', r))).toString().trim());
     await expect.poll(() => processStamp(zombie), { timeout: 20_000 }).toBe('zombie');
     await writeFile(path.join(dir, LOCK_FILE), `${zombie}\n`);
