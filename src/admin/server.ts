@@ -1,10 +1,18 @@
 // Admin endpoints on admin.listen: /metrics (Prometheus), /healthz (200 while
 // the process runs), /readyz (200, or 503 with the reasons), /status (JSON of
 // `spoolship status --json`).
-import http from 'node:http';
+import type http from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { LongLived } from '../util/lifecycle.js';
+
+// node:http by require, not import: on Node >= 22 the module's ES facade
+// reads every export, among them getters that load Node's own copy of
+// undici (for its WebSocket; we ship with the npm one) at every start:
+// ~40 ms of a bare `import` on Node 24 here, ~20 ms of the agent's start
+// (bench/README.md, finding 39). The run path imports node:http nowhere else.
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof http;
 
 export interface Readiness {
   ready: boolean;
@@ -30,7 +38,7 @@ export class AdminServer implements LongLived {
 
   async start(listen: string): Promise<string> {
     const { host, port } = parseListen(listen);
-    const server = http.createServer((req, res) => {
+    const server = createServer((req, res) => {
       this.handle(req, res).catch((err) => {
         res.statusCode = 500;
         res.end(String(err));
