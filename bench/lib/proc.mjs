@@ -43,9 +43,11 @@ export function readThreads(pid) {
 
 /**
  * Keeps the last reading of every thread seen (a thread that ends keeps its
- * time) and sums them by kind: the main thread, libuv's threadpool (file
- * reads, compression), V8's platform workers (concurrent GC and compiling),
- * and the rest.
+ * time) and sums them by kind: the main thread, libuv's threadpool
+ * (compression, the other file reads), the reader thread (the spool's reads
+ * and the look at their lines, spool/scan-reader.ts: Node >= 22 names a
+ * worker thread WorkerThread), V8's platform workers (concurrent GC and
+ * compiling), and the rest.
  */
 export function threadTracker(pid) {
   const last = new Map();
@@ -54,10 +56,11 @@ export function threadTracker(pid) {
       for (const [tid, t] of readThreads(pid)) last.set(tid, t);
     },
     byKind() {
-      const k = { main: 0, pool: 0, v8: 0, other: 0 };
+      const k = { main: 0, pool: 0, reader: 0, v8: 0, other: 0 };
       for (const [tid, t] of last) {
         if (tid === pid) k.main += t.cpuS;
         else if (t.comm.startsWith('libuv-worker')) k.pool += t.cpuS;
+        else if (t.comm === 'WorkerThread') k.reader += t.cpuS;
         else if (t.comm.startsWith('V8 ')) k.v8 += t.cpuS;
         else k.other += t.cpuS;
       }

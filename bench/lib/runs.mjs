@@ -219,7 +219,7 @@ export const THROUGHPUT_COLS = [
   ['first rows at sink ms', (r) => f0(r.firstRequestMs)],
   ['CPU s/GB', (r) => f1(r.cpuS / (r.bytes / 1e9))],
   ['of which sys', (r) => f1(r.sysS / (r.bytes / 1e9))],
-  ['CPU s/GB main / pool / V8 / other', (r) => (r.threads ? ['main', 'pool', 'v8', 'other'].map((k) => r.threads[k] / (r.bytes / 1e9)).map((v) => v.toFixed(2)).join(' / ') : '-')],
+  ['CPU s/GB main / pool / reader / V8 / other', (r) => (r.threads ? ['main', 'pool', 'reader', 'v8', 'other'].map((k) => (r.threads[k] ?? 0) / (r.bytes / 1e9)).map((v) => v.toFixed(2)).join(' / ') : '-')],
   ['page faults /MB', (r) => f0(r.minflt / (r.bytes / 1e6))],
   ['peak RSS MB', (r) => f0(r.rssMB)],
   ['requests', (r) => f0(r.requests)],

@@ -55,6 +55,7 @@ import { SenderEvents } from '../observe/sender-events.js';
 import { QueueReport, readiness } from '../observe/health.js';
 import { redactUrl, statusReport } from '../report/from-agent.js';
 import { queuedRangesByFile } from '../report/report.js';
+import { READER_THREAD_MIN_THREADS } from '../spool/scan-reader.js';
 
 export interface AgentDeps {
   log: Logger;
@@ -113,6 +114,10 @@ export class Agent {
   private readonly codec: Codec;
   /** compression.threads, resolved (auto: the CPUs this process may use). */
   private readonly threads: ReturnType<typeof compressionThreads>;
+  /** The spool is read in a thread of its own (spool/scan-reader.ts). */
+  private get readerThread(): boolean {
+    return this.threads.threads >= READER_THREAD_MIN_THREADS;
+  }
   private senderEvents!: SenderEvents;
   private queueReport!: QueueReport;
   private readonly counts: CountLog;
@@ -225,7 +230,7 @@ export class Agent {
       const pool = threadpoolReport(this.threads, process.env);
       if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
       deps.log.info(
-        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...pool.fields, crc32: crc32Impl },
+        { event: 'started', spool: c.spool.dir, state_dir: c.state_dir, api: redactUrl(baseUrl), admin: this.adminUrl, ...pool.fields, reader_thread: this.readerThread, crc32: crc32Impl },
         'spoolship started',
       );
     } catch (err) {
@@ -368,6 +373,7 @@ export class Agent {
       rescanMs: deps.rescanMs ?? 1000,
       scanSlice: deps.scanSlice,
       room: this.pipeline,
+      readerThread: this.readerThread,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
     });

@@ -20,9 +20,9 @@
 // carry the bytes, whose CRC its intent keeps so that crash re-forming can
 // tell the same bytes from other ones at the same offsets.
 import { DEAD_LETTER_OWNER, type Progress, type RangeEntry } from '../state/progress.js';
-import { contentEnd as contentEndOf, isJsonObject, lineEnd as newlineAt, plainRun } from './lines.js';
+import { contentEnd as contentEndOf, isJsonObject, lineEnd as newlineAt, plainRun, type ChunkLook } from './lines.js';
 import type { DeadLetterInput } from '../deadletter/store.js';
-import { BatchBuffers } from './buffers.js';
+import { BatchBuffers, sharedBuffer } from './buffers.js';
 
 export interface TrackedFileRef {
   key: string;
@@ -142,12 +142,21 @@ export class Batcher {
     this.buffers.giveBack(target.buf);
   }
 
-  /** Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at file offset `offset`. */
-  append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number): void {
+  /** plainRun's maxLen, -1 with `validate: json` (no line is ordinary): for a reader's look ahead of `append`. */
+  get plainLineLimit(): number {
+    return this.deps.validateJson ? -1 : Math.min(this.deps.maxLineBytes, this.deps.maxBytes - 1);
+  }
+
+  /**
+   * Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at
+   * file offset `offset`. `look`: the reader's look at it with plainLineLimit
+   * (its run of ordinary lines and their CRC): they are not searched again.
+   */
+  append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, look?: ChunkLook): void {
     const { deps } = this;
     const cap = deps.sizeCaps.capFor(file.ds);
     // Ordinary lines take the short loop; from the first other line on, the rules line by line.
-    const plain = deps.validateJson ? { pos: from, lines: 0 } : this.appendPlain(file, buf, from, to, offset, cap);
+    const plain = deps.validateJson ? { pos: from, lines: 0 } : this.appendPlain(file, buf, from, to, offset, cap, look);
     const lines = plain.pos < to ? plain.lines + this.appendByRules(file, buf, plain.pos, to, offset + (plain.pos - from), cap) : plain.lines;
     const b = this.batchFor(file.ds);
     b.lastAppendAt = deps.now();
@@ -226,9 +235,9 @@ export class Batcher {
    * two byte checks per line. Returns where it stopped (`to`, or the first
    * line of another kind) and the lines it took.
    */
-  private appendPlain(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, cap: number): { pos: number; lines: number } {
+  private appendPlain(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, cap: number, look?: ChunkLook): { pos: number; lines: number } {
     const { deps } = this;
-    const maxLen = Math.min(deps.maxLineBytes, deps.maxBytes - 1);
+    const maxLen = this.plainLineLimit;
     let b = this.batchFor(file.ds, buf);
     let pos = from;
     let lines = 0;
@@ -254,10 +263,13 @@ export class Batcher {
         }
       }
       // Up to the first line of another kind, which appendByRules takes on
-      // from (its claim continues this one's range and CRC).
-      const run = plainRun(buf, pos, end, maxLen);
+      // from (its claim continues this one's range and CRC). The reader's
+      // look, when it covers the whole chunk (no batch closes in it), has
+      // found that run and its CRC already.
+      const looked = look !== undefined && pos === from && end === to;
+      const run = looked ? { end: look.runEnd, lines: look.lines } : plainRun(buf, pos, end, maxLen);
       if (run.end > pos) {
-        deps.progress.claim(file.key, offset + (pos - from), offset + (run.end - from), b.id, buf.subarray(pos, run.end));
+        deps.progress.claim(file.key, offset + (pos - from), offset + (run.end - from), b.id, looked ? { crc: look.crc, length: run.end - pos } : buf.subarray(pos, run.end));
         this.copyInto(b, buf, pos, run.end, run.lines);
         lines += run.lines;
         pos = run.end;
@@ -323,7 +335,7 @@ export class Batcher {
     const need = b.len + extra;
     if (need <= b.buf.length) return;
     const cap = Math.max(this.deps.maxBytes, need);
-    const next = this.buffers.takeSpare(need) ?? Buffer.allocUnsafe(b.buf.length === 0 && need <= FIRST_BUFFER_BYTES ? Math.min(cap, FIRST_BUFFER_BYTES) : cap);
+    const next = this.buffers.takeSpare(need) ?? sharedBuffer(b.buf.length === 0 && need <= FIRST_BUFFER_BYTES ? Math.min(cap, FIRST_BUFFER_BYTES) : cap);
     b.buf.copy(next, 0, 0, b.len);
     b.buf = next;
   }

@@ -8,6 +8,15 @@
 // cores). A buffer a read is still filling is never handed to anyone else: a
 // batch can close (linger_ms) and be compressed while its buffer is lent.
 
+/**
+ * A buffer over a SharedArrayBuffer: the reader thread reads into batch
+ * buffers and the read loop's (spool/scan-reader.ts), and it can only fill
+ * memory it shares with the main thread.
+ */
+export function sharedBuffer(bytes: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(bytes));
+}
+
 /** Uncompressed batch buffers kept for reuse once compressed: saves a 10 MB allocation (and its GC) per batch. */
 const SPARE_BUFFERS = 2;
 
@@ -42,7 +51,7 @@ export class BatchBuffers {
       u.ds = ds;
       return u.buf;
     }
-    const buf = this.takeSpare(this.fullBytes) ?? Buffer.allocUnsafe(this.fullBytes);
+    const buf = this.takeSpare(this.fullBytes) ?? sharedBuffer(this.fullBytes);
     // The one before, if a read still fills it, is left to that read (and then to the GC).
     this.unopened = { ds, buf };
     return buf;

@@ -35,15 +35,28 @@ export function contentEnd(buf: Buffer, pos: number, nl: number): number {
  * chunk takes.
  */
 export function plainRun(buf: Buffer, from: number, to: number, maxLen: number): { end: number; lines: number } {
+  // Self-contained (literals, not NEWLINE and CARRIAGE_RETURN): the reader
+  // thread runs this very function from its source (spool/scan-reader.ts).
   let lines = 0;
   let start = from;
   while (start < to) {
-    const p = buf.indexOf(NEWLINE, start);
-    if (p === -1 || p >= to || p === start || buf[p - 1] === CARRIAGE_RETURN || p - start > maxLen) break;
+    const p = buf.indexOf(0x0a, start);
+    if (p === -1 || p >= to || p === start || buf[p - 1] === 0x0d || p - start > maxLen) break;
     lines++;
     start = p + 1;
   }
   return { end: start, lines };
+}
+
+/** What a reader's look at a chunk buf[from, to) found (spool/scan-reader.ts lookAtChunk). */
+export interface ChunkLook {
+  /** The last "\n" in buf[from, to), or -1. */
+  lastNewline: number;
+  /** plainRun(buf, from, lastNewline + 1, maxLen): where the ordinary lines from `from` end, and how many. */
+  runEnd: number;
+  lines: number;
+  /** CRC-32 of buf[from, runEnd). */
+  crc: number;
 }
 
 /** `validate: json`: the line is one JSON object. */

@@ -34,6 +34,8 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; linger: ReaderId
     onUnreadable: (ds, file, code) =>
       log.warn({ event: 'file_unreadable', datasource: ds, file, code }, 'a spool file cannot be opened: its progress is kept and it is read on where it was once it can be; will retry at each scan'),
     onReadable: (ds, file) => log.info({ event: 'file_readable', datasource: ds, file }, 'a spool file that could not be opened is read again'),
+    onReaderThreadFailed: (err) =>
+      log.warn({ event: 'reader_thread_failed', err: err.message }, 'the reader thread could not start or stopped: files are read on the main thread from now on (nothing is lost; more CPU on the main thread)'),
   };
 }
 

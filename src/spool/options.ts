@@ -26,6 +26,8 @@ export interface SpoolerEvents {
   onUnreadable?(ds: string, file: string, code: string): void;
   /** A file reported unreadable opens again: reading goes on where it was. */
   onReadable?(ds: string, file: string): void;
+  /** The reader thread could not start or died: reads go on in the main thread (spool/scan-reader.ts). */
+  onReaderThreadFailed?(err: Error): void;
 }
 
 export interface SpoolerOptions {
@@ -44,6 +46,8 @@ export interface SpoolerOptions {
   rescanMs: number;
   /** The pipeline's backpressure (pipeline.ts implements it). */
   room: Room;
+  /** Read the spool in a thread of its own (scan-reader.ts: from READER_THREAD_MIN_THREADS compression threads). */
+  readerThread?: boolean;
   events: SpoolerEvents;
   watch: boolean;
   /** Paths a scan looks at before reading in between (discovery.ts SCAN_SLICE when absent); tests make it small. */
@@ -74,8 +78,8 @@ export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock'>
 };
 
 /** What reading uses (read-loop.ts). */
-export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room'> & {
-  events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable'>;
+export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room' | 'readerThread'> & {
+  events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable' | 'onReaderThreadFailed'>;
 };
 
 /** What forgetting and deleting finished files uses (completion.ts). */

@@ -13,7 +13,10 @@
 // model). A deleted file is finished at its end (Filebeat's
 // close_removed): nobody can reopen it, and its descriptor holds its disk
 // space.
+import { sharedBuffer } from '../batcher/buffers.js';
 import type { ReadOptions } from './options.js';
+import { readHere, ScanReader } from './scan-reader.js';
+import type { ChunkReader } from './tailer.js';
 import type { FileTailer } from './tailer.js';
 import { followed, type Tailers } from './tailers.js';
 
@@ -27,12 +30,23 @@ export const READ_BUFFER_BYTES = 1024 * 1024;
 export const FD_BUDGET = 1000;
 
 export class ReadLoop {
-  private readonly buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  private readonly buf = sharedBuffer(READ_BUFFER_BYTES);
+  /** Reads and looks at chunks: in a thread of its own (readerThread), else here. */
+  private readonly scanner: ChunkReader;
+  private readonly thread: ScanReader | null;
 
   constructor(
     private readonly o: ReadOptions,
     private readonly tailers: Tailers,
-  ) {}
+  ) {
+    this.thread = o.readerThread ? new ScanReader(o.events.onReaderThreadFailed) : null;
+    this.scanner = this.thread ?? { read: readHere };
+  }
+
+  /** The reads are over (the spooler's loop has ended): stop the reader thread. */
+  async close(): Promise<void> {
+    await this.thread?.close();
+  }
 
   /**
    * Read one chunk from every file with unread bytes; true when anything was
@@ -66,7 +80,7 @@ export class ReadLoop {
       await this.o.room.waitForRoom();
       if (stopped()) return any;
       const hadFd = t.fh !== null;
-      const n = await t.readOnce(this.buf, this.o.batcher);
+      const n = await t.readOnce(this.buf, this.o.batcher, this.scanner);
       if (!hadFd && t.fh) openFds++;
       this.reportReadability(t);
       if (n > 0) {
@@ -115,7 +129,7 @@ export class ReadLoop {
    */
   private async finishDetached(t: FileTailer): Promise<void> {
     if (t.fh) await this.o.room.waitForRoom();
-    if (t.fh && (await t.readOnce(this.buf, this.o.batcher)) > 0) {
+    if (t.fh && (await t.readOnce(this.buf, this.o.batcher, this.scanner)) > 0) {
       t.grew(this.o.clock.now());
       return;
     }

@@ -72,6 +72,7 @@ export class Spooler implements LongLived, SeenNow {
     this.wakeLoop?.();
     await this.watcher?.close();
     await this.loop;
+    await this.reader.close();
     for (const t of this.tailers.values()) await t.closeFd();
   }
 

@@ -21,8 +21,17 @@
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
+import type { ChunkLook } from '../batcher/lines.js';
 import type { SeenStat } from '../state/store.js';
 import { openRegularOrRefused } from './open.js';
+import { readHere, type ChunkScan, type ScanRequest } from './scan-reader.js';
+
+/** Who reads a chunk and looks at it (ScanReader: a thread of its own; readHere: this thread). */
+export interface ChunkReader {
+  read(req: ScanRequest): Promise<ChunkScan>;
+}
+
+const READ_HERE: ChunkReader = { read: readHere };
 
 /** A partial line up to this size is kept in memory; a longer one only as its start offset. */
 export const CARRY_IN_MEMORY_BYTES = 16 * 1024;
@@ -46,6 +55,8 @@ export class FileTailer implements TrackedFileRef {
   /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
   #endSeen = false;
   #finished = false;
+  /** The read of a chunk through `fh`'s descriptor not yet answered (closeFd waits for it). */
+  #reading: Promise<unknown> | null = null;
   /** When a scan last stopped finding it at a matching path (null while it is at one). */
   #goneSince: number | null = null;
   #lastGrowthAt: number;
@@ -235,6 +246,9 @@ export class FileTailer implements TrackedFileRef {
   async closeFd(): Promise<void> {
     const fh = this.fh;
     this.fh = null;
+    // A read by descriptor number (another thread's) must end before the
+    // number can name another file.
+    await this.#reading?.catch(() => undefined);
     await fh?.close().catch(() => undefined);
   }
 
@@ -264,7 +278,7 @@ export class FileTailer implements TrackedFileRef {
   }
 
   /** Read one buffer's worth; returns the new bytes read (0 at end of file). */
-  async readOnce(buf: Buffer, batcher: Batcher): Promise<number> {
+  async readOnce(buf: Buffer, batcher: Batcher, reader: ChunkReader = READ_HERE): Promise<number> {
     // A detached file is only read through the descriptor it already has: its
     // path may now name a new file that reuses the inode (delete, then create).
     const fh = this.detached ? this.fh : await this.ensureOpen();
@@ -280,11 +294,11 @@ export class FileTailer implements TrackedFileRef {
       const end = at + (lent ? Math.min(lent.room, base + buf.length) : buf.length);
       try {
         if (base > 0) this.carry.copy(into, at);
-        const { bytesRead } = await fh.read(into, at + base, end - at - base, this.readOffset);
-        if (bytesRead === 0) return 0;
-        this.readOffset += bytesRead;
-        this.consume(into, at, at + base + bytesRead, batcher);
-        return bytesRead;
+        const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: batcher.plainLineLimit });
+        if (scan.bytesRead === 0) return 0;
+        this.readOffset += scan.bytesRead;
+        this.consume(into, at, at + base + scan.bytesRead, batcher, scan);
+        return scan.bytesRead;
       } finally {
         if (lent) batcher.giveBack(lent);
       }
@@ -305,11 +319,25 @@ export class FileTailer implements TrackedFileRef {
     return bytesRead;
   }
 
-  /** buf[from, to) starts at file offset carryStart and ends at readOffset; hand over its whole lines and keep the rest's offset. */
-  private consume(buf: Buffer, from: number, to: number, batcher: Batcher): void {
-    const last = to > from ? buf.lastIndexOf(10, to - 1) : -1;
+  private async readChunk(reader: ChunkReader, req: ScanRequest): Promise<ChunkScan> {
+    const reading = reader.read(req);
+    this.#reading = reading;
+    try {
+      return await reading;
+    } finally {
+      this.#reading = null;
+    }
+  }
+
+  /**
+   * buf[from, to) starts at file offset carryStart and ends at readOffset;
+   * hand over its whole lines and keep the rest's offset. `look`: the
+   * reader's look at buf[from, to), passed on to the batcher.
+   */
+  private consume(buf: Buffer, from: number, to: number, batcher: Batcher, look?: ChunkLook): void {
+    const last = look ? look.lastNewline : to > from ? buf.lastIndexOf(10, to - 1) : -1;
     if (last >= from) {
-      batcher.append(this, buf, from, last + 1, this.carryStart);
+      batcher.append(this, buf, from, last + 1, this.carryStart, look);
       this.carryStart += last + 1 - from;
       from = last + 1;
     }

@@ -7,7 +7,7 @@
 // including skipped empty lines, or by a dead letter), so a file's ranges are
 // contiguous from `committed` on; the committed offset is the start of the
 // first range that is not done.
-import { crc32 } from '../util/crc32.js';
+import { crc32, crc32Combine } from '../util/crc32.js';
 import type { FileMeta, IntentRange } from './journal.js';
 
 /** Owner of a range that is not part of a batch (a dead-lettered line). */
@@ -33,6 +33,12 @@ export interface FileProgress {
   entries: RangeEntry[];
 }
 
+/** The CRC-32 of `length` claimed bytes, taken by whoever read them. */
+export interface BytesCrc {
+  crc: number;
+  length: number;
+}
+
 export class Progress {
   readonly files = new Map<string, FileProgress>();
   private readonly byOwner = new Map<number, RangeEntry[]>();
@@ -49,19 +55,20 @@ export class Progress {
    * ranges of a batch are in body order (re-forming reads them in that
    * order), and a batch that took lines of another file in between must get
    * a range of its own (a1, b1, a2 is not a1, a2, b1). `bytes`, the claimed
-   * bytes as the batch took them, go into the range's CRC.
+   * bytes as the batch took them (or their CRC, taken where they were read:
+   * spool/scan-reader.ts), go into the range's CRC.
    */
-  claim(key: string, start: number, end: number, owner: number, bytes?: Uint8Array): RangeEntry {
+  claim(key: string, start: number, end: number, owner: number, bytes?: Uint8Array | BytesCrc): RangeEntry {
     const fp = this.mustGet(key);
     const last = fp.entries[fp.entries.length - 1];
     if (last && last.owner === owner && last.end === start && !last.done && owner !== DEAD_LETTER_OWNER && this.byOwner.get(owner)?.at(-1) === last) {
       last.end = end;
-      if (bytes && last.crc !== undefined) last.crc = crc32(bytes, last.crc);
+      if (bytes && last.crc !== undefined) last.crc = bytes instanceof Uint8Array ? crc32(bytes, last.crc) : crc32Combine(last.crc, bytes.crc, bytes.length);
       else delete last.crc;
       return last;
     }
     const entry: RangeEntry = { key, start, end, owner, done: false, recorded: false };
-    if (bytes && owner !== DEAD_LETTER_OWNER) entry.crc = crc32(bytes);
+    if (bytes && owner !== DEAD_LETTER_OWNER) entry.crc = bytes instanceof Uint8Array ? crc32(bytes) : bytes.crc;
     fp.entries.push(entry);
     if (owner !== DEAD_LETTER_OWNER) {
       let list = this.byOwner.get(owner);

@@ -7,6 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { lineRanges, reformBatch } from '../../src/recovery/reform.js';
 import { Batcher, type ClosedBatch } from '../../src/batcher/batcher.js';
 import { Progress } from '../../src/state/progress.js';
+import { plainRun } from '../../src/batcher/lines.js';
+import { lookAtChunk } from '../../src/spool/scan-reader.js';
+import { crc32 } from '../../src/util/crc32.js';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -122,7 +125,7 @@ describe('re-forming a batch from its recorded ranges', () => {
     expect({ lines: r.lines, missing: r.missing.length }).toEqual({ lines: 0, missing: 1 });
   });
 
-  it('property: for random line mixes (CRLF, empty lines, lone CRs, too-long lines, partial last lines, several files, random chunking) every re-formed batch equals the batcher\'s', async () => {
+  it('property: for random line mixes (CRLF, empty lines, lone CRs, too-long lines, partial last lines, several files, random chunking, chunks looked at by the reader or not) every re-formed batch equals the batcher\'s', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-reform-prop-'));
     dirs.push(dir);
     const CASES = 150;
@@ -179,7 +182,9 @@ describe('re-forming a batch from its recorded ranges', () => {
         const f = files[i]!;
         let to = f.data.indexOf(10, pos[i]!) + 1;
         while (to < f.complete && pick(2) === 0) to = f.data.indexOf(10, to) + 1;
-        batcher.append({ key: f.key, ds: 'ev', path: f.path }, f.data, pos[i]!, to, pos[i]!);
+        // The reader thread's look at the chunk (its run and CRC, joined to the range's), or none (the batcher searches).
+        const look = pick(2) === 0 ? lookAtChunk(f.data, pos[i]!, to, batcher.plainLineLimit, crc32, plainRun) : undefined;
+        batcher.append({ key: f.key, ds: 'ev', path: f.path }, f.data, pos[i]!, to, pos[i]!, look);
         pos[i] = to;
       }
       // Finished files: the partial last line is sent whole (the tailer adds the newline).
