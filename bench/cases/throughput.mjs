@@ -63,6 +63,8 @@ export async function throughput() {
   }
   const mainPerGB = sp.map((r) => (r.threads?.main ?? NaN) / (r.bytes / 1e9)).sort((a, b) => a - b);
   if (mainPerGB.every(Number.isFinite)) summary.push(['main-thread CPU <= 0.6 s per GB', `${mainPerGB.map((x) => x.toFixed(2)).join(', ')}`]);
+  const steadyMain = sp.map((r) => r.steadyMainPerGB).filter(Number.isFinite).sort((a, b) => a - b);
+  if (steadyMain.length > 0) summary.push(['same, steady state (10 % to 90 % of the rows stored: start-up left out)', steadyMain.map((x) => x.toFixed(2)).join(', ')]);
   // 150 MB with up to 2 compression threads, 250 MB with 16 (README, Memory).
   const rssTarget = (opt.threads ?? os.availableParallelism()) <= 2 ? 150 : 250;
   summary.push([`peak RSS <= ${rssTarget} MB (backlog)`, `${f0(Math.max(...sp.map((r) => r.rssMB)))} MB`]);

@@ -19,6 +19,17 @@ export function readProc(pid) {
   }
 }
 
+/** CPU seconds of the main thread of `pid` (its tid is the pid), or null once it has ended. */
+export function mainThreadCpuS(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICKS;
+  } catch {
+    return null;
+  }
+}
+
 /** CPU seconds of each thread of `pid`, by tid: the process's total hides where the time goes. */
 export function readThreads(pid) {
   const out = new Map();

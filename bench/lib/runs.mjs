@@ -7,7 +7,7 @@ import path from 'node:path';
 import { metric, startAgent } from './agent.mjs';
 import { ctx, MAX_BYTES, LINGER_MS } from './context.mjs';
 import { f0, f1, sleep } from './format.mjs';
-import { readProc, threadTracker } from './proc.mjs';
+import { mainThreadCpuS, readProc, threadTracker } from './proc.mjs';
 import { summarizeProfile } from './profile.mjs';
 import { diffTotals, sinkTotals } from './sink.mjs';
 
@@ -17,9 +17,12 @@ import { diffTotals, sinkTotals } from './sink.mjs';
  * `lines` rows have arrived. Times are ms since `epoch0` (Date.now() at the
  * spawn); `end()` is the sink's own time of the last rows stored, so neither
  * contestant's wall time depends on the polling or on how fast it exits.
+ * `pid`: the main thread's CPU is read at 10 % and 90 % too (its steady
+ * state, start-up left out).
  */
-function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = () => true } = {}) {
-  const w = { firstMs: null, t10: null, t90: null, done: false };
+function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = () => true, pid = null } = {}) {
+  const w = { firstMs: null, t10: null, t90: null, main10: null, main90: null, done: false };
+  const mainAt = () => (pid === null ? null : mainThreadCpuS(pid));
   w.finished = (async () => {
     const deadline = Date.now() + deadlineMs;
     for (;;) {
@@ -29,8 +32,8 @@ function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = 
       const d = diffTotals(before, sinkTotals(await sink.stats()));
       const now = Date.now() - epoch0;
       if (w.firstMs === null && d.rows > 0) w.firstMs = now;
-      if (d.rows >= 0.1 * lines) w.t10 ??= now;
-      if (d.rows >= 0.9 * lines) w.t90 ??= now;
+      if (d.rows >= 0.1 * lines && w.t10 === null) [w.t10, w.main10] = [now, mainAt()];
+      if (d.rows >= 0.9 * lines && w.t90 === null) [w.t90, w.main90] = [now, mainAt()];
       if (d.rows >= lines) {
         w.done = true;
         return;
@@ -40,6 +43,8 @@ function watchSink(sink, before, lines, epoch0, { deadlineMs = 900_000, alive = 
     }
   })();
   w.end = async () => ((await sink.stats()).last_rows_at ?? Date.now()) - epoch0;
+  /** Main-thread CPU s per GB from 10 % to 90 % of the rows (null without both readings). */
+  w.steadyMainPerGB = (bytes) => (w.main10 !== null && w.main90 !== null && w.t90 > w.t10 ? (w.main90 - w.main10) / ((0.8 * bytes) / 1e9) : null);
   return w;
 }
 
@@ -84,7 +89,7 @@ export async function runReference(corpus, codec, level) {
   child.stdout.on('data', (d) => (stdout += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
   let running = true;
-  const watch = watchSink(sink, before, corpus.lines, epoch0, { alive: () => running });
+  const watch = watchSink(sink, before, corpus.lines, epoch0, { alive: () => running, pid: child.pid });
   const code = await new Promise((r) => child.once('exit', r));
   running = false;
   clearTimeout(timer);
@@ -112,6 +117,7 @@ export async function runReference(corpus, codec, level) {
     sinkCpuS: (readProc(sink.pid)?.cpuS ?? 0) - sinkCpu0,
     firstRequestMs: watch.firstMs,
     steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
+    steadyMainPerGB: watch.steadyMainPerGB(corpus.bytes),
   };
 }
 
@@ -144,7 +150,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
   let wallMs;
   let watch;
   try {
-    watch = watchSink(sink, before, corpus.lines, agent.epoch0, { alive: () => !agent.exited });
+    watch = watchSink(sink, before, corpus.lines, agent.epoch0, { alive: () => !agent.exited, pid: agent.pid });
     await watch.finished;
     if (!watch.done) throw new Error(`agent exited (${JSON.stringify(agent.exited)}); see ${dir}/agent.log`);
     wallMs = await watch.end();
@@ -199,6 +205,7 @@ export async function runSpoolship(corpus, codec, level, { label = 'spoolship', 
     idleSteadyCpuPct,
     firstRequestMs: watch.firstMs,
     steadyMBs: watch.t90 > watch.t10 ? (0.8 * corpus.bytes) / 1e6 / ((watch.t90 - watch.t10) / 1000) : null,
+    steadyMainPerGB: watch.steadyMainPerGB(corpus.bytes),
     exit: s.exit,
     rssTrace: s.rssTrace,
     dir,
@@ -219,6 +226,7 @@ export const THROUGHPUT_COLS = [
   ['first rows at sink ms', (r) => f0(r.firstRequestMs)],
   ['CPU s/GB', (r) => f1(r.cpuS / (r.bytes / 1e9))],
   ['of which sys', (r) => f1(r.sysS / (r.bytes / 1e9))],
+  ['main s/GB, steady (10-90 %)', (r) => (r.steadyMainPerGB == null ? '-' : r.steadyMainPerGB.toFixed(2))],
   ['CPU s/GB main / pool / reader / V8 / other', (r) => (r.threads ? ['main', 'pool', 'reader', 'v8', 'other'].map((k) => (r.threads[k] ?? 0) / (r.bytes / 1e9)).map((v) => v.toFixed(2)).join(' / ') : '-')],
   ['page faults /MB', (r) => f0(r.minflt / (r.bytes / 1e6))],
   ['peak RSS MB', (r) => f0(r.rssMB)],
