@@ -9,9 +9,9 @@ import type { LongLived } from '../util/lifecycle.js';
 
 // node:http by require, not import: on Node >= 22 the module's ES facade
 // reads every export, among them getters that load Node's own copy of
-// undici (for its WebSocket; we ship with the npm one) at every start:
-// ~40 ms of a bare `import` on Node 24 here, ~20 ms of the agent's start
-// (bench/README.md, finding 39). The run path imports node:http nowhere else.
+// undici (for its WebSocket; we ship with the npm one): ~40 ms of a bare
+// `import` on Node 24 here (bench/README.md, finding 39). The run path
+// imports node:http nowhere else.
 const { createServer } = createRequire(import.meta.url)('node:http') as typeof http;
 
 export interface Readiness {
