@@ -16,8 +16,7 @@
 import { sharedBuffer } from '../batcher/buffers.js';
 import type { ReadOptions } from './options.js';
 import { readHere, ScanReader } from './scan-reader.js';
-import type { ChunkReader } from './tailer.js';
-import type { FileTailer } from './tailer.js';
+import type { ChunkReader, FileTailer } from './tailer.js';
 import { followed, type Tailers } from './tailers.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
