@@ -14,6 +14,7 @@ import type { Dispatcher } from 'undici';
 import { DIRECT, type ProxyRoute } from '../config/proxy.js';
 import type { ClientIdentity } from '../net/client-identity.js';
 import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
+import { loadUndiciParts } from '../net/undici-parts.js';
 import { TlsFailureMemo } from '../net/tls-failure.js';
 import type { Body } from './body.js';
 
@@ -90,10 +91,8 @@ export class EventsClient implements LongLived {
   }
 
   private pool(): Promise<Dispatcher> {
-    // undici is CommonJS: its exports object is the default export, both
-    // in Node's own loader and in the esbuild bundle (which has no named ones).
-    this.poolP ??= import('undici').then((m) =>
-      createDispatcher((m as unknown as { default: typeof m }).default, this.origin, {
+    this.poolP ??= loadUndiciParts().then((undici) =>
+      createDispatcher(undici, this.origin, {
         route: this.opts.route ?? DIRECT,
         tls: { ...(this.ca ? { ca: this.ca } : {}), ...(this.identity ?? {}) },
         connections: this.opts.maxConnections,

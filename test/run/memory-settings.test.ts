@@ -150,21 +150,3 @@ describe('the thread pool for compression.threads', () => {
   });
 });
 
-// What a start costs: Node >= 22 loads its own copy of undici for node:http's
-// ES facade (src/admin/server.ts requires node:http instead). Read from the
-// started process's own list of loaded modules, written at its exit.
-describe('what a start loads', () => {
-  it("spoolship run does not load Node's own undici (we ship with the npm one)", async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-loads-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const hook = path.join(dir, 'hook.cjs');
-    const out = path.join(dir, 'loaded.txt');
-    await writeFile(hook, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, process.moduleLoadList.join('\\n')));\n`);
-    const a = await start('program', { NODE_OPTIONS: `--require ${hook}` });
-    a.child.kill('SIGTERM');
-    expect(await a.exited).toBe(0);
-    const loaded = readFileSync(out, 'utf8').split('\n');
-    expect(loaded, 'the agent ran').toContain('NativeModule http');
-    expect(loaded.filter((m) => m.includes('internal/deps/undici'))).toEqual([]);
-  });
-});

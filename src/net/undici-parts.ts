@@ -1,0 +1,28 @@
+// The parts of undici the agent's requests use (net/dispatcher.ts), loaded
+// without the rest of the package. undici's index also loads fetch,
+// WebSocket, EventSource, the cache and mock agents and the cookie helpers,
+// whose module reads globalThis.Headers, which makes Node load its own copy
+// of undici as well. Under the agent's V8 flags on Node 24, loading the
+// index took 0.18-0.23 s of CPU, these files 0.09-0.12 (bench/README.md,
+// finding 39): the main thread's start, before the first request.
+//
+// The paths are undici's own files (the package has no "exports" map); its
+// version is pinned in package.json. The one thing its index does that the
+// dispatchers need is done here too: request(), connect() and the other
+// API calls put on every dispatcher's prototype. test/net/undici-parts.test.ts
+// checks that these are the index's own classes and calls.
+import type { Undici } from './dispatcher.js';
+
+export async function loadUndiciParts(): Promise<Undici> {
+  const [dispatcher, api, pool, proxyAgent, envProxyAgent, connect] = await Promise.all([
+    import('undici/lib/dispatcher/dispatcher.js'),
+    import('undici/lib/api/index.js'),
+    import('undici/lib/dispatcher/pool.js'),
+    import('undici/lib/dispatcher/proxy-agent.js'),
+    import('undici/lib/dispatcher/env-http-proxy-agent.js'),
+    import('undici/lib/core/connect.js'),
+  ]);
+  // undici's index.js: Object.assign(Dispatcher.prototype, api).
+  Object.assign(dispatcher.default.prototype, api.default);
+  return { Pool: pool.default, ProxyAgent: proxyAgent.default, EnvHttpProxyAgent: envProxyAgent.default, buildConnector: connect.default };
+}
