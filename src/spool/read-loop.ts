@@ -15,8 +15,8 @@
 // space.
 import { sharedBuffer } from '../batcher/buffers.js';
 import type { ReadOptions } from './options.js';
-import { readHere, ScanReader } from './scan-reader.js';
-import type { ChunkReader, FileTailer } from './tailer.js';
+import { READ_HERE, ScanReader, type ChunkReader } from './scan-reader.js';
+import type { FileTailer } from './tailer.js';
 import { followed, type Tailers } from './tailers.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
@@ -39,7 +39,7 @@ export class ReadLoop {
     private readonly tailers: Tailers,
   ) {
     this.thread = o.readerThread ? new ScanReader(o.events.onReaderThreadFailed) : null;
-    this.scanner = this.thread ?? { read: readHere };
+    this.scanner = this.thread ?? READ_HERE;
   }
 
   /** The reads are over (the spooler's loop has ended): stop the reader thread. */

@@ -67,15 +67,22 @@ export function lookAtChunk(
 /** Compression threads from which the reads get a thread of their own (above). */
 export const READER_THREAD_MIN_THREADS = 4;
 
-const crcOfChunk = (data: Uint8Array): number => crc32(data);
-
 /** The read and the look on this thread. */
 export async function readHere(req: ScanRequest): Promise<ChunkScan> {
   const bytesRead = await new Promise<number>((resolve, reject) => {
     fs.read(req.fd, req.buf, req.at, req.length, req.position, (err, n) => (err ? reject(err) : resolve(n)));
   });
-  return { bytesRead, ...lookAtChunk(req.buf, req.scanFrom, req.at + bytesRead, req.maxLen, crcOfChunk, plainRun) };
+  return { bytesRead, ...lookAtChunk(req.buf, req.scanFrom, req.at + bytesRead, req.maxLen, crc32, plainRun) };
 }
+
+/** Who reads a chunk and looks at it, and on which thread (ScanReader, or READ_HERE). */
+export interface ChunkReader {
+  read(req: ScanRequest): Promise<ChunkScan>;
+  readonly where: 'thread' | 'main';
+}
+
+/** Reads on this thread. */
+export const READ_HERE: ChunkReader = { read: readHere, where: 'main' };
 
 // The thread's program: CommonJS (an eval'd worker), the CRC from the same
 // package util/crc32.ts loads (zlib's, with the same values, where it does
@@ -123,7 +130,7 @@ interface Pending {
 type Reply = (ChunkScan & { id: number; error?: undefined }) | { id: number; error: { message: string; code?: string; errno?: number; syscall?: string } };
 
 /** Reads chunks in the reader thread (started at the first read), or here where it cannot. */
-export class ScanReader {
+export class ScanReader implements ChunkReader {
   private worker: Worker | null = null;
   /** The thread failed (or the reader is closed): every read is done here. */
   private here = false;

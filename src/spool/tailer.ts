@@ -24,14 +24,7 @@ import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
 import type { ChunkLook } from '../batcher/lines.js';
 import type { SeenStat } from '../state/store.js';
 import { openRegularOrRefused } from './open.js';
-import { readHere, type ChunkScan, type ScanRequest } from './scan-reader.js';
-
-/** Who reads a chunk and looks at it (ScanReader: a thread of its own; readHere: this thread). */
-export interface ChunkReader {
-  read(req: ScanRequest): Promise<ChunkScan>;
-}
-
-const READ_HERE: ChunkReader = { read: readHere };
+import { READ_HERE, type ChunkReader, type ChunkScan, type ScanRequest } from './scan-reader.js';
 
 /** A partial line up to this size is kept in memory; a longer one only as its start offset. */
 export const CARRY_IN_MEMORY_BYTES = 16 * 1024;
@@ -294,10 +287,16 @@ export class FileTailer implements TrackedFileRef {
       const end = at + (lent ? Math.min(lent.room, base + buf.length) : buf.length);
       try {
         if (base > 0) this.carry.copy(into, at);
-        const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: batcher.plainLineLimit });
+        // The look's search and CRC are worth it only where the batcher uses
+        // them: off this thread, or a chunk read into the batch's own buffer
+        // (it fits the batch). A chunk in the reader's buffer may be cut by a
+        // closing batch, whose parts the batcher searches itself: here the
+        // look would search it twice (a maxLen of -1 stops at the first line).
+        const looks = lent !== null || reader.where === 'thread';
+        const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: looks ? batcher.plainLineLimit : -1 });
         if (scan.bytesRead === 0) return 0;
         this.readOffset += scan.bytesRead;
-        this.consume(into, at, at + base + scan.bytesRead, batcher, scan);
+        this.consume(into, at, at + base + scan.bytesRead, batcher, scan.lastNewline, looks ? scan : undefined);
         return scan.bytesRead;
       } finally {
         if (lent) batcher.giveBack(lent);
@@ -331,11 +330,11 @@ export class FileTailer implements TrackedFileRef {
 
   /**
    * buf[from, to) starts at file offset carryStart and ends at readOffset;
-   * hand over its whole lines and keep the rest's offset. `look`: the
+   * hand over its whole lines and keep the rest's offset. `last`: the
+   * last newline in it (-1: none), when the reader found it; `look`: the
    * reader's look at buf[from, to), passed on to the batcher.
    */
-  private consume(buf: Buffer, from: number, to: number, batcher: Batcher, look?: ChunkLook): void {
-    const last = look ? look.lastNewline : to > from ? buf.lastIndexOf(10, to - 1) : -1;
+  private consume(buf: Buffer, from: number, to: number, batcher: Batcher, last = to > from ? buf.lastIndexOf(10, to - 1) : -1, look?: ChunkLook): void {
     if (last >= from) {
       batcher.append(this, buf, from, last + 1, this.carryStart, look);
       this.carryStart += last + 1 - from;

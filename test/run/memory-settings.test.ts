@@ -149,4 +149,3 @@ describe('the thread pool for compression.threads', () => {
     }
   });
 });
-

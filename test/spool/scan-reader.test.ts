@@ -13,8 +13,8 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { plainRun } from '../../src/batcher/lines.js';
 import { sharedBuffer } from '../../src/batcher/buffers.js';
-import { readHere, ScanReader, type ChunkScan, type ScanRequest } from '../../src/spool/scan-reader.js';
-import { FileTailer, type ChunkReader } from '../../src/spool/tailer.js';
+import { readHere, ScanReader, type ChunkReader, type ChunkScan, type ScanRequest } from '../../src/spool/scan-reader.js';
+import { FileTailer } from '../../src/spool/tailer.js';
 import { Batcher } from '../../src/batcher/batcher.js';
 import { crc32 } from '../../src/util/crc32.js';
 
@@ -128,6 +128,7 @@ describe('FileTailer with a reader', () => {
     let asked!: () => void;
     const readAsked = new Promise<void>((resolve) => (asked = resolve));
     const gated: ChunkReader = {
+      where: 'main',
       async read(req): Promise<ChunkScan> {
         asked();
         await gate;
