@@ -70,9 +70,9 @@ await build({
   logLevel: 'warning',
 });
 // Run as a program (`spoolship`, ./dist/cli.js), the file starts under
-// /bin/sh, which execs node with the agent's memory settings (and
-// WASM_BASELINE_FLAG), keeping the PID (src/cli/memory.ts); to node the
-// second line is a string and a comment.
+// /bin/sh, which execs node with the agent's memory settings, keeping the
+// PID (src/cli/memory.ts); to node the second line is a string and a comment.
+// (No other V8 flag there: one made Node reject its own code cache.)
 const cliFile = path.join(dist, 'cli.js');
 const cli = readFileSync(cliFile, 'utf8');
 if (!cli.startsWith('#!/usr/bin/env node\n')) throw new Error('dist/cli.js does not start with the node shebang of src/cli.ts');
@@ -85,7 +85,7 @@ const launcher = [
     // on Node >= 22.15 where its config wants another size (cgroup v1, a
     // fixed compression.threads).
     'if [ -z "$UV_THREADPOOL_SIZE" ]; then n=$(nproc 2>/dev/null) || n=1; { read q p < /sys/fs/cgroup/cpu.max; } 2>/dev/null && [ "$q" != max ] && [ "$p" -gt 0 ] 2>/dev/null && c=$(( (q + p - 1) / p )) && [ "$c" -lt "$n" ] && n=$c; n=$((n + 2)); [ "$n" -ge 4 ] || n=4; UV_THREADPOOL_SIZE=$n _SPOOLSHIP_POOL=$n; export UV_THREADPOOL_SIZE _SPOOLSHIP_POOL; fi; ' +
-    'MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s --liftoff-only "$0" "$@"',
+    'MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}" _SPOOLSHIP_REEXECUTED=1 exec node $s "$0" "$@"',
 ].join('\n');
 writeFileSync(cliFile, `${launcher}\n${cli.slice('#!/usr/bin/env node\n'.length)}`);
 // One line more at the top: the source map's generated lines move down by one.

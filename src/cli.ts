@@ -2,12 +2,9 @@
 // Entry point of the `spoolship` binary (package.json "bin").
 import module from 'node:module';
 import { main } from './cli/main.js';
-import { keepWasmInBaselineTier } from './cli/memory.js';
 
 // (`run` re-executes itself with its memory settings and thread pool once it
 // has read its config: src/cli/memory.ts.)
-// Before any command loads undici, whose HTTP parser is WebAssembly.
-keepWasmInBaselineTier();
 
 // Node 22.1+ keeps compiled code in a cache under the temp dir: loading the
 // `run` command's modules takes 90 instead of 120-170 ms on Node 24 (start to

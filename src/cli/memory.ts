@@ -28,32 +28,33 @@
 // time by the agent while its state is large (src/util/heap-growth.ts),
 // unless node's command line gives one.
 //
-// A fourth, WASM_BASELINE_FLAG, keeps WebAssembly in V8's baseline compiler
-// (keepWasmInBaselineTier below): undici parses answers with llhttp compiled
-// to WebAssembly, and after a few hundred answers V8 re-compiled it with its
-// optimizing compiler on a background thread, ~35 MB of compiler memory for
-// ~300 ms: the peak of a busy agent (bench/README.md, finding 35). Answers
-// are a few hundred bytes each, a handful a second: the baseline code parses
-// them as well. The launcher and the re-execution pass it on node's command
-// line; at run time it is set as well, for `node dist/cli.js` without them.
+// A fourth keeps WebAssembly in V8's baseline compiler (keepWasmInBaselineTier
+// below): undici parses answers with llhttp compiled to WebAssembly, and after
+// a few hundred answers V8 re-compiled it with its optimizing compiler on a
+// background thread, ~35 MB of compiler memory for ~300 ms: the peak of a busy
+// agent (bench/README.md, finding 35). Answers are a few hundred bytes each, a
+// handful a second: the baseline code parses them as well. It is set at run
+// time, when the agent loads undici (net/undici-parts.ts), not on node's
+// command line: a V8 flag there made Node reject the code cache of its own
+// modules, ~0.08 s more of the main thread's start on Node 24 (finding 40).
 import { accessSync, constants } from 'node:fs';
 import v8 from 'node:v8';
 import { threadpoolOrigin } from '../codec/threads.js';
 
 export const SEMI_SPACE_FLAG = '--max-semi-space-size=1';
 export const ARENA_MAX = '1';
-export const WASM_BASELINE_FLAG = '--liftoff-only';
 /**
- * Where V8 no longer reads WASM_BASELINE_FLAG once it runs (Node 24 reads it
- * only from the command line), the most work a WebAssembly function may do
- * before it is re-compiled: ~1,000 times V8's default, millions of answers.
+ * No tier-up of WebAssembly, and none of V8's dynamic tiering (without which
+ * it would tier every function up at once in the background): the run-time
+ * equivalent of `--liftoff-only`, which Node 24's V8 reads only from the
+ * command line (a larger tiering budget set at run time only delayed the
+ * re-compilation: test/util/wasm-tier.test.ts).
  */
-const WASM_TIERING_BUDGET_FLAG = '--wasm-tiering-budget=2147483647';
+export const WASM_BASELINE_FLAGS = ['--no-wasm-tier-up', '--no-wasm-dynamic-tiering'] as const;
 
 /** Keep WebAssembly compiled by V8's baseline compiler from now on (set before undici compiles llhttp). */
 export function keepWasmInBaselineTier(setFlags: (flags: string) => void = (f) => v8.setFlagsFromString(f)): void {
-  setFlags(WASM_BASELINE_FLAG);
-  setFlags(WASM_TIERING_BUDGET_FLAG);
+  for (const flag of WASM_BASELINE_FLAGS) setFlags(flag);
 }
 /** node was started with its own heap growing factor: the agent leaves it alone. */
 export function ownHeapGrowth(execArgv: readonly string[]): boolean {
@@ -99,9 +100,7 @@ export function reexecForRun(pool: number): void {
   const semi = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) || /--max-semi-space-size/.test(process.env.NODE_OPTIONS ?? '');
   const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? ARENA_MAX, _SPOOLSHIP_REEXECUTED: '1' };
   if (needs.pool) Object.assign(env, { UV_THREADPOOL_SIZE: String(pool), _SPOOLSHIP_POOL: String(pool) });
-  // Flags already there (the launcher's) are not added twice.
-  const has = (flag: string) => process.execArgv.includes(flag);
-  const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), ...(has(WASM_BASELINE_FLAG) ? [] : [WASM_BASELINE_FLAG]), ...process.execArgv, ...process.argv.slice(1)];
+  const args = [process.execPath, ...(semi ? [] : [SEMI_SPACE_FLAG]), ...process.execArgv, ...process.argv.slice(1)];
   try {
     execve.call(process, process.execPath, args, env);
   } catch {

@@ -12,6 +12,7 @@
 // API calls put on every dispatcher's prototype. test/net/undici-parts.test.ts
 // checks that these are the index's own classes and calls.
 import type { Undici } from './dispatcher.js';
+import { keepWasmInBaselineTier } from '../cli/memory.js';
 
 export async function loadUndiciParts(): Promise<Undici> {
   const [dispatcher, api, pool, proxyAgent, envProxyAgent, connect] = await Promise.all([
@@ -22,6 +23,8 @@ export async function loadUndiciParts(): Promise<Undici> {
     import('undici/lib/dispatcher/env-http-proxy-agent.js'),
     import('undici/lib/core/connect.js'),
   ]);
+  // Before any connection compiles llhttp (cli/memory.ts: why at run time).
+  keepWasmInBaselineTier();
   // undici's index.js: Object.assign(Dispatcher.prototype, api).
   Object.assign(dispatcher.default.prototype, api.default);
   return { Pool: pool.default, ProxyAgent: proxyAgent.default, EnvHttpProxyAgent: envProxyAgent.default, buildConnector: connect.default };
