@@ -2,13 +2,21 @@
 // server that also speaks HTTP/1.1 (ALPN), like the platform. close() does not
 // wait for clients: it destroys every session and socket, hung requests
 // included, so tests and the CLI stop at once.
-import http from 'node:http';
-import http2 from 'node:http2';
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import { createRequire } from 'node:module';
 import type { AddressInfo, Server } from 'node:net';
 import { ListenError } from '../errors.js';
 import type { TlsMaterial } from '../tls-cert.js';
 import { ConnectionTracker } from './connections.js';
 import type { AnyResponse } from './respond.js';
+
+// By require, not import, as in admin/server.ts: on Node >= 22 an ES import
+// of node:http reads every export, among them getters that load Node's own
+// copy of undici, which neither the emulator nor the agent uses.
+const load = createRequire(import.meta.url);
+const { createServer } = load('node:http') as typeof http;
+const { createSecureServer, constants: h2constants } = load('node:http2') as typeof http2;
 
 export interface HttpServerOptions {
   tls: TlsMaterial | null;
@@ -41,14 +49,14 @@ export class EmulatorHttpServer {
       // With a client CA the handshake itself refuses a client without a
       // certificate of that CA, as a platform behind mutual TLS does.
       const mutual = opts.clientCa ? { ca: opts.clientCa, requestCert: true, rejectUnauthorized: true } : {};
-      const server = http2.createSecureServer({ allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, ...mutual }, listener);
+      const server = createSecureServer({ allowHTTP1: true, cert: opts.tls.cert, key: opts.tls.key, ...mutual }, listener);
       server.on('session', (session) => this.#onSession(session));
       // Session and stream errors (peer resets) are the client's business; keep them off 'error'.
       server.on('sessionError', () => {});
       server.on('tlsClientError', () => {});
       this.#server = server;
     } else {
-      this.#server = http.createServer(listener);
+      this.#server = createServer(listener);
     }
     this.connections.attach(this.#server, opts.tls !== null);
     // Beyond the platform's limit connections are answered 429 (or GOAWAY);
@@ -81,7 +89,7 @@ export class EmulatorHttpServer {
     session.on('error', () => {});
     if (this.connections.isOverLimit(session.socket as never)) {
       // Too many alive connections: what the platform answers on HTTP/2.
-      session.destroy(new Error('too many connections'), http2.constants.NGHTTP2_REFUSED_STREAM);
+      session.destroy(new Error('too many connections'), h2constants.NGHTTP2_REFUSED_STREAM);
     }
   }
 }
