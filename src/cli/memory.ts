@@ -29,7 +29,7 @@
 // unless node's command line gives one.
 //
 // A fourth keeps WebAssembly in V8's baseline compiler (keepWasmInBaselineTier
-// below): undici parses answers with llhttp compiled to WebAssembly, and after
+// in net/undici-parts.ts): undici parses answers with llhttp compiled to WebAssembly, and after
 // a few hundred answers V8 re-compiled it with its optimizing compiler on a
 // background thread, ~35 MB of compiler memory for ~300 ms: the peak of a busy
 // agent (bench/README.md, finding 35). Answers are a few hundred bytes each, a
@@ -38,24 +38,10 @@
 // command line: a V8 flag there made Node reject the code cache of its own
 // modules, ~0.08 s more of the main thread's start on Node 24 (finding 40).
 import { accessSync, constants } from 'node:fs';
-import v8 from 'node:v8';
 import { threadpoolOrigin } from '../codec/threads.js';
 
 export const SEMI_SPACE_FLAG = '--max-semi-space-size=1';
 export const ARENA_MAX = '1';
-/**
- * No tier-up of WebAssembly, and none of V8's dynamic tiering (without which
- * it would tier every function up at once in the background): the run-time
- * equivalent of `--liftoff-only`, which Node 24's V8 reads only from the
- * command line (a larger tiering budget set at run time only delayed the
- * re-compilation: test/util/wasm-tier.test.ts).
- */
-export const WASM_BASELINE_FLAGS = ['--no-wasm-tier-up', '--no-wasm-dynamic-tiering'] as const;
-
-/** Keep WebAssembly compiled by V8's baseline compiler from now on (set before undici compiles llhttp). */
-export function keepWasmInBaselineTier(setFlags: (flags: string) => void = (f) => v8.setFlagsFromString(f)): void {
-  for (const flag of WASM_BASELINE_FLAGS) setFlags(flag);
-}
 /** node was started with its own heap growing factor: the agent leaves it alone. */
 export function ownHeapGrowth(execArgv: readonly string[]): boolean {
   return execArgv.some((a) => a.startsWith('--heap-growing-percent'));

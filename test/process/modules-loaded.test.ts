@@ -1,9 +1,9 @@
 // What the agent loads costs its main thread at every start. Node's own copy
 // of undici (for its fetch and WebSocket; the agent ships with the npm one)
 // was loaded twice over: by node:http's ES facade (src/admin/server.ts and
-// the emulator's src/emulator/http/server.ts now require node:http) and, at the first request, by undici's index, whose
-// cookie helpers read globalThis.Headers (src/net/undici-parts.ts loads only
-// the dispatchers). Read from the shipping process's own list of loaded
+// the emulator's src/emulator/http/server.ts now require node:http) and, at
+// the first request, by undici's index, whose cookie helpers read
+// globalThis.Headers (src/net/undici-parts.ts loads only the dispatchers). Read from the shipping process's own list of loaded
 // modules, written at its exit.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';

@@ -3,7 +3,7 @@
 // which for llhttp took ~35 MB of compiler memory at once (bench/README.md,
 // finding 35). keepWasmInBaselineTier() keeps WebAssembly in the baseline
 // tier, and the agent calls it when it loads undici's parts
-// (src/net/undici-parts.ts), before its first connection compiles llhttp (on
+// (both in src/net/undici-parts.ts), before its first connection compiles llhttp (on
 // node's command line instead, a V8 flag made Node reject the code cache of
 // its own modules: finding 40). Checked in a child node with V8's test
 // functions (--allow-natives-syntax): a hot WebAssembly function is tiered up
@@ -17,8 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // The built module (test/global-setup.ts builds before any test).
-const MODULE = pathToFileURL(path.resolve('build/tsc/cli/memory.js')).href;
-const UNDICI_PARTS = pathToFileURL(path.resolve('build/tsc/net/undici-parts.js')).href;
+const MODULE = pathToFileURL(path.resolve('build/tsc/net/undici-parts.js')).href;
 
 // (func (export "sum") (param i32) (result i32) (local i32)
 //   (loop (local.set 1 (i32.add (local.get 1) (local.get 0)))
@@ -57,7 +56,7 @@ interface Probe {
 }
 
 function probe(how: 'default' | 'keep' | 'undici'): Probe {
-  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', PROBE, how === 'undici' ? UNDICI_PARTS : MODULE, how], { encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', PROBE, MODULE, how], { encoding: 'utf8' });
   return JSON.parse(out) as Probe;
 }
 
