@@ -12,11 +12,19 @@
 // chunks ("up" in memory, "down" on disk). At loopback speed few requests are
 // in flight, the bound is not reached and nothing is written.
 //
-// A file that cannot be created or written (a full or read-only state_dir)
-// leaves the body in memory: the bound is then max_in_flight_bytes, as before;
-// one WARN per episode. The files have no names once open, so a crash leaves
-// nothing behind but the instant between open and unlink; `prepare` clears
-// the directory at start, under the state lock.
+// A full or read-only state_dir is the disk_full (state_dir_unwritable)
+// state, as for every other state write (state/acker.ts): the fault is
+// reported (/readyz, spoolship_parked), the body waits in memory and its
+// spill is tried again every STATE_RETRY_MS, and the pipeline reads no more
+// while one waits (`waitingForDisk`), so memory holds the few bodies
+// compressed by then, not max_in_flight_bytes of them (up to 1 GiB with
+// auto). Bodies already spilled free their room as their answers come, so a
+// state_dir too small for the bodies in flight slows the agent down instead
+// of growing its memory. Any other error (too many open files, say) leaves
+// the body in memory: the bound is then max_in_flight_bytes; one WARN per
+// episode. The files have no names once open, so a crash leaves nothing
+// behind but the instant between open and unlink; `prepare` clears the
+// directory at start, under the state lock.
 import { lstat, mkdir, open, readdir, readlink, rm, unlink } from 'node:fs/promises';
 import { StateLayoutError } from '../errors.js';
 import path from 'node:path';
@@ -24,6 +32,8 @@ import type { Logger } from '../log.js';
 import { SpilledBody, type Body } from '../sender/body.js';
 import { BodyPool } from './body-pool.js';
 import type { BodyDrops } from '../util/scavenge.js';
+import { classifyStateError, type StateWrites } from '../state/acker.js';
+import { DestroyedError } from '../util/lifecycle.js';
 
 /**
  * Compressed bodies kept in memory before the next ones are spilled: ~4
@@ -41,6 +51,8 @@ export class HeldBodies {
   private spilled = 0;
   private seq = 0;
   private failing = false;
+  /** Holds whose spill waits out a full or read-only state_dir. */
+  private waiting = 0;
   private readonly pool: BodyPool;
 
   constructor(
@@ -55,6 +67,10 @@ export class HeldBodies {
       onSpilled?: (bytes: number) => void;
       /** Told when a codec output was copied, or the buffers a spilled body was read into for a request are dropped (util/scavenge.ts). */
       drops?: BodyDrops;
+      /** Runs each spill, waiting out a full or read-only state_dir (state/acker.ts). */
+      writes: StateWrites;
+      /** A hold started or stopped waiting for the state_dir (`waitingForDisk` changed). */
+      onWaitingChange?: () => void;
     },
   ) {
     this.pool = new BodyPool(o.keep);
@@ -119,32 +135,66 @@ export class HeldBodies {
     body.close().catch(() => undefined);
   }
 
+  /** Holds waiting for room (or write access) in state_dir to spill their body: the reader waits while any does. */
+  get waitingForDisk(): number {
+    return this.waiting;
+  }
+
   /** Bytes of bodies in memory and spilled now. */
   get bytes(): { inMemory: number; spilled: number } {
     return { inMemory: this.inMemory, spilled: this.spilled };
   }
 
   private async spill(body: Buffer): Promise<SpilledBody | null> {
+    let waits = false;
+    try {
+      const spilled = await this.o.writes.retryStateWrite(async () => {
+        try {
+          return await this.spillOnce(body);
+        } catch (err) {
+          if (classifyStateError(err) && !waits) {
+            waits = true;
+            this.waiting++;
+            this.o.onWaitingChange?.();
+          }
+          throw err;
+        }
+      });
+      if (this.failing) this.o.log.info({ event: 'body_spill_resumed', dir: this.o.dir }, 'compressed bodies are spilled to state_dir again');
+      this.failing = false;
+      return spilled;
+    } catch (err) {
+      // retryStateWrite waits out a full or read-only state_dir; it ends only when the agent stops.
+      if (err instanceof DestroyedError) throw err;
+      if (!this.failing) {
+        this.o.log.warn(
+          { event: 'body_spill_failed', dir: this.o.dir, err: (err as Error).message },
+          'cannot spill compressed bodies to state_dir; they stay in memory (up to limits.max_in_flight_bytes) until it works again',
+        );
+      }
+      this.failing = true;
+      return null;
+    } finally {
+      if (waits) {
+        this.waiting--;
+        this.o.onWaitingChange?.();
+      }
+    }
+  }
+
+  /** Write `body` to a new file of the directory, unlinked once open; what a failure wrote is removed. */
+  private async spillOnce(body: Buffer): Promise<SpilledBody> {
     const file = path.join(this.o.dir, `${process.pid}-${++this.seq}.body`);
     let fh: Awaited<ReturnType<typeof open>> | null = null;
     try {
       fh = await open(file, 'wx+', 0o600);
       await unlink(file);
       for (let pos = 0; pos < body.length; ) pos += (await fh.write(body, pos, body.length - pos, pos)).bytesWritten;
-      if (this.failing) this.o.log.info({ event: 'body_spill_resumed', dir: this.o.dir }, 'compressed bodies are spilled to state_dir again');
-      this.failing = false;
       return new SpilledBody(fh, body.length, this.o.drops);
     } catch (err) {
       await fh?.close().catch(() => undefined);
       await unlink(file).catch(() => undefined);
-      if (!this.failing) {
-        this.o.log.warn(
-          { event: 'body_spill_failed', dir: this.o.dir, err: (err as Error).message },
-          'cannot spill compressed bodies to state_dir; they stay in memory (up to limits.max_in_flight_bytes) until it is writable again',
-        );
-      }
-      this.failing = true;
-      return null;
+      throw err;
     }
   }
 }

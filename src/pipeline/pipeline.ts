@@ -101,6 +101,10 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       log: o.log,
       onSpilled: (bytes) => o.metrics.spilledBodyBytes.set(bytes),
       drops: o.bodyDrops,
+      writes: o.writes,
+      onWaitingChange: () => {
+        if (this.bodies.waitingForDisk === 0) for (const w of this.roomWaiters.splice(0)) w();
+      },
     });
   }
 
@@ -166,6 +170,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private full(): boolean {
     const extra = Math.min(this.maxInFlight, Math.ceil(this.o.maxOpenBytes / this.o.maxBatchBytes));
     return (
+      // A body waits to be spilled to a full state_dir: more would wait in memory.
+      this.bodies.waitingForDisk > 0 ||
       this.compressing >= this.o.compressionThreads ||
       this.compressingBytes >= this.compressingBound ||
       this.bytesBind() ||

@@ -2,18 +2,23 @@
 // in memory up to a bound, beyond it in unlinked files of state_dir/spill,
 // read back byte for byte. Real files; the disk-full case on a real tmpfs
 // (needs mount(2): tests run as root on Linux, CI too; without it the test
-// fails saying so).
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+// fails saying so), with the agent's own acker on a manual clock.
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HeldBodies } from '../../src/pipeline/held-bodies.js';
+import { Acker, STATE_RETRY_MS } from '../../src/state/acker.js';
+import type { StateWrites } from '../../src/state/acker.js';
+import { ManualClock } from '../support/manual-clock.js';
 import { captureLogs } from '../support/log-capture.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 import { bodyBytes, SpilledBody, type Body } from '../../src/sender/body.js';
-import { onCleanup, tempDir } from './helpers.js';
+import { onCleanup, tempDir, waitFor } from './helpers.js';
 import { noise } from '../support/noise.js';
 
+/** State writes as they are while the state_dir takes them: each runs once. */
+const writes: StateWrites = { retryStateWrite: (fn) => fn() };
 
 async function chunksOf(body: SpilledBody): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -26,7 +31,7 @@ describe('HeldBodies', () => {
     const dir = path.join(await tempDir(), 'spill');
     await HeldBodies.prepare(dir);
     const gauge: number[] = [];
-    const held = new HeldBodies({ dir, memoryBytes: 3_000_000, keep: 4, log: pino({ level: 'silent' }), onSpilled: (b) => gauge.push(b) });
+    const held = new HeldBodies({ dir, memoryBytes: 3_000_000, keep: 4, log: pino({ level: 'silent' }), writes, onSpilled: (b) => gauge.push(b) });
     const a = noise(1_200_000, 1);
     const b = noise(1_200_000, 2);
     const c = noise(1_300_000, 3); // 3.7 MB with a and b: over the bound
@@ -61,18 +66,18 @@ describe('HeldBodies', () => {
     const dir = path.join(await tempDir(), 'spill');
     await HeldBodies.prepare(dir);
     const own = noise(100_000, 5);
-    const spillAll = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log: pino({ level: 'silent' }) });
+    const spillAll = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log: pino({ level: 'silent' }), writes });
     const s = await spillAll.hold([own], true);
     expect(s).toBeInstanceOf(SpilledBody);
     own.fill(0); // the batch buffer goes back to the batcher and is reused: the spilled body keeps its bytes
     expect((await bodyBytes(s)).equals(noise(100_000, 5))).toBe(true);
     spillAll.release(s);
-    const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
+    const inMemory = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }), writes });
     const m = await inMemory.hold([own], true);
     expect(m).toBe(own);
     // A body larger than the bound stays in memory when it is the only one (a 10 MB batch with codec none); the next is spilled.
     const big = noise(2_000_000, 9);
-    const small = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }) });
+    const small = new HeldBodies({ dir, memoryBytes: 1_000_000, keep: 4, log: pino({ level: 'silent' }), writes });
     expect(await small.hold([big], true)).toBe(big);
     expect(await small.hold([noise(10_000, 10)], false)).toBeInstanceOf(SpilledBody);
   });
@@ -85,23 +90,69 @@ describe('HeldBodies', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  it('a full file system leaves bodies in memory, with one WARN, and spills again once there is room (real tmpfs)', async () => {
+  it('a full file system is the disk_full state: the hold waits, reported, and spills once an answered body frees room (real tmpfs)', async () => {
     const dir = path.join(await tempDir(), 'spill');
     mkdirSync(dir);
     const unmount = mountTmpfs(dir, '1m');
     onCleanup(async () => unmount());
     const { log, logs: events } = captureLogs();
-    const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log });
-    const big = [noise(1_500_000, 6), noise(1_500_000, 7)];
+    const clock = new ManualClock();
+    const faults: string[][] = [];
+    const state = { journalBytes: 0, checkpointBytes: 0, flush: async () => undefined, checkpoint: async () => undefined };
+    const acker = new Acker(state, { clock, log, stateDir: dir, events: { onFaultsChange: (f) => faults.push([...f]), onFatal: (err) => { throw err; } } });
+    let changes = 0;
+    const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log, writes: acker, onWaitingChange: () => changes++ });
+    const first = noise(700_000, 6);
+    const second = noise(700_000, 7);
+    const h1 = await held.hold([first], false);
+    expect(h1).toBeInstanceOf(SpilledBody);
+
+    // The second does not fit beside the first: it waits, the fault reported once.
+    let done: Body | null = null;
+    const p2 = held.hold([second], false).then((b) => (done = b));
+    await waitFor(() => clock.waiting === 1, 'the spill waits for a retry');
+    expect(held.waitingForDisk).toBe(1);
+    expect(changes).toBe(1);
+    expect(faults).toEqual([['disk_full']]);
+    // Still full one retry period later: still waiting, nothing in memory instead.
+    clock.advance(STATE_RETRY_MS);
+    await waitFor(() => clock.waiting === 1, 'the second try failed and waits again');
+    expect(done).toBeNull();
+    expect(held.bytes).toEqual({ inMemory: 0, spilled: 700_000 });
+
+    // The first body is answered: its room comes back and the next try spills.
+    held.release(h1);
+    while (done === null) {
+      clock.advance(STATE_RETRY_MS);
+      await waitFor(() => done !== null || clock.waiting === 1, 'the retry ended');
+    }
+    const h2 = await p2;
+    expect(h2).toBeInstanceOf(SpilledBody);
+    expect((await bodyBytes(h2)).equals(second)).toBe(true);
+    expect(faults).toEqual([['disk_full'], []]);
+    expect(held.waitingForDisk).toBe(0);
+    expect(changes).toBe(2);
+    expect(events.filter((e) => e.event === 'body_spill_failed')).toEqual([]);
+    expect(events.filter((e) => e.event === 'state_fault')).toHaveLength(1);
+    held.release(h2);
+    expect(held.bytes).toEqual({ inMemory: 0, spilled: 0 });
+  });
+
+  it('any other failure to spill (the directory gone) leaves the body in memory, with one WARN, and spills again once it works', async () => {
+    const dir = path.join(await tempDir(), 'spill');
+    await HeldBodies.prepare(dir);
+    const { log, logs: events } = captureLogs();
+    const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log, writes });
+    rmSync(dir, { recursive: true });
+    const big = [noise(500_000, 6), noise(500_000, 7)];
     const kept: Body[] = [];
     for (const b of big) kept.push(await held.hold([b], false));
-    // Neither fits a 1 MB file system: both stay in memory, whole and correct.
     expect(kept.every((k) => Buffer.isBuffer(k))).toBe(true);
     expect(kept.map((k, i) => (k as Buffer).equals(big[i]!))).toEqual([true, true]);
     expect(events.filter((e) => e.event === 'body_spill_failed')).toHaveLength(1);
     expect(events.find((e) => e.event === 'body_spill_failed')).toMatchObject({ level: 40, dir });
-    // What a failed spill wrote is gone: a small body fits again and is spilled.
-    expect(readdirSync(dir)).toEqual([]);
+    expect(held.waitingForDisk).toBe(0);
+    mkdirSync(dir);
     const small = noise(300_000, 8);
     const s = await held.hold([small], false);
     expect(s).toBeInstanceOf(SpilledBody);

@@ -1,11 +1,15 @@
 // Compressed bodies spilled to state_dir/spill (src/pipeline/held-bodies.ts)
 // go every way a body in memory goes: sent, retried byte for byte, split on a
 // 400, moved to the disk queue. The agent runs in-process against the real
-// emulator with a bound of 0 bytes in memory, so every body is spilled.
-import { readdirSync } from 'node:fs';
+// emulator with a bound of 0 bytes in memory, so every body is spilled. The
+// full-disk case puts state_dir/spill on a real tmpfs (needs root, as
+// test/support/tmpfs.ts says).
+import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, expectByteIdenticalRetries, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
+import { noise } from '../support/noise.js';
+import { mountTmpfs } from '../support/tmpfs.js';
+import { configFor, expectByteIdenticalRetries, onCleanup, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 /** Sample a gauge every 5 ms until stopped; resolves with the largest value seen. */
 function sampleMax(read: () => Promise<number>): { stop: () => Promise<number> } {
@@ -80,5 +84,55 @@ describe('spilled bodies', () => {
     await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) === 0, 'queue drained');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  });
+
+  it('a spill that meets a full disk is the disk_full state: reported, the reader waits, and every line arrives once when answers free room', async () => {
+    const dir = await tempDir();
+    // Room for about two compressed bodies (~55 KB each) in state_dir/spill;
+    // the journal and checkpoints are on the ordinary file system.
+    const spill = path.join(dir, 'state', 'spill');
+    mkdirSync(spill, { recursive: true });
+    const unmount = mountTmpfs(spill, '150k');
+    onCleanup(async () => unmount());
+    const emu = await startEmu(dir, { latencyMs: 100 });
+    const maxBytes = 100_000;
+    const config = configFor(dir, emu, { batch: { max_bytes: maxBytes }, limits: { max_in_flight: 8 } });
+    // Lines that compress to about half: hex of bytes that do not repeat.
+    const lines = Array.from({ length: 12_000 }, (_, i) => JSON.stringify({ id: `f-${i}`, r: noise(120, i + 1).toString('hex') }));
+    await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    const { agent, stop } = await startAgent(config, { bodiesInMemoryBytes: 0 });
+    // Every 5 ms: is the agent parked for a full disk, and how much did the
+    // reader read while it was (from the first sample of each episode)?
+    let episodes = 0;
+    let readWhileFull = 0;
+    let on = true;
+    const sampler = (async () => {
+      let from: number | null = null;
+      while (on) {
+        const full = await gauge(agent, 'spoolship_parked', '{reason="disk_full"}');
+        const read = await gauge(agent, 'spoolship_bytes_read_total', '{datasource="ev"}');
+        if (full === 1) {
+          if (from === null) {
+            from = read;
+            episodes++;
+          }
+          readWhileFull = Math.max(readWhileFull, read - from);
+        } else from = null;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    await waitForRows(emu, dir, 'ev', lines, 'all rows', { timeoutMs: 60_000 });
+    on = false;
+    await sampler;
+    expect(episodes, 'the full spill directory was reported as disk_full').toBeGreaterThan(0);
+    // The reader stopped: at most the batches already read or compressing
+    // when the first spill failed, not the ~1.6 MB the pipeline's other
+    // bounds allow (max_in_flight + slack batches).
+    expect(readWhileFull).toBeLessThanOrEqual(5 * maxBytes);
+    expect(await gauge(agent, 'spoolship_parked', '{reason="disk_full"}')).toBe(0);
+    await waitFor(async () => (await gauge(agent, 'spoolship_spilled_body_bytes')) === 0, 'every spilled body released');
+    await stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+    expect(readdirSync(spill)).toEqual([]);
   });
 });
