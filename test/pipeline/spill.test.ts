@@ -86,20 +86,28 @@ describe('spilled bodies', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
 
-  it('a spill that meets a full disk is the disk_full state: reported, the reader waits, and every line arrives once when answers free room', async () => {
+  /**
+   * A spool whose bodies (~55 KB each, batches of `maxBytes`) do not all fit
+   * state_dir/spill: a tmpfs with room for about two; the journal and
+   * checkpoints are on the ordinary file system. Answers take 100 ms.
+   */
+  async function smallSpillDir(count: number, maxBytes: number) {
     const dir = await tempDir();
-    // Room for about two compressed bodies (~55 KB each) in state_dir/spill;
-    // the journal and checkpoints are on the ordinary file system.
     const spill = path.join(dir, 'state', 'spill');
     mkdirSync(spill, { recursive: true });
     const unmount = mountTmpfs(spill, '150k');
     onCleanup(async () => unmount());
     const emu = await startEmu(dir, { latencyMs: 100 });
-    const maxBytes = 100_000;
-    const config = configFor(dir, emu, { batch: { max_bytes: maxBytes }, limits: { max_in_flight: 8 } });
+    const config = configFor(dir, emu, { batch: { max_bytes: maxBytes }, limits: { max_in_flight: 8 }, shutdown_timeout_ms: 3000 });
     // Lines that compress to about half: hex of bytes that do not repeat.
-    const lines = Array.from({ length: 12_000 }, (_, i) => JSON.stringify({ id: `f-${i}`, r: noise(120, i + 1).toString('hex') }));
+    const lines = Array.from({ length: count }, (_, i) => JSON.stringify({ id: `f-${i}`, r: noise(120, i + 1).toString('hex') }));
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
+    return { dir, spill, emu, config, lines };
+  }
+
+  it('a spill that meets a full disk is the disk_full state: reported, the reader waits, and every line arrives once when answers free room', async () => {
+    const maxBytes = 100_000;
+    const { dir, spill, emu, config, lines } = await smallSpillDir(12_000, maxBytes);
     const { agent, stop } = await startAgent(config, { bodiesInMemoryBytes: 0 });
     // Every 5 ms: is the agent parked for a full disk, and how much did the
     // reader read while it was (from the first sample of each episode)?
@@ -134,5 +142,17 @@ describe('spilled bodies', () => {
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
     expect(readdirSync(spill)).toEqual([]);
+  });
+
+  it('a stop while a spill waits for room ends in time; the next start sends what was left, every line once', async () => {
+    const { dir, emu, config, lines } = await smallSpillDir(6000, 100_000);
+    const first = await startAgent(config, { bodiesInMemoryBytes: 0 });
+    await waitFor(async () => (await gauge(first.agent, 'spoolship_parked', '{reason="disk_full"}')) === 1, 'a spill waiting for room');
+    // Bounded by shutdown_timeout_ms (3 s) and the test's own timeout.
+    await first.stop();
+    const second = await startAgent(config, { bodiesInMemoryBytes: 0 });
+    await waitForRows(emu, dir, 'ev', lines, 'all rows after the restart', { timeoutMs: 60_000 });
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), lines);
   });
 });
