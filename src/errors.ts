@@ -11,6 +11,7 @@
 // | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
 // | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
+// | SPOOLSHIP_ERR_STATE_DISK_FULL     | 1    | state_dir's file system is full while the agent starts |
 // | SPOOLSHIP_ERR_STATE_CORRUPT       | 1    | no readable checkpoint (both copies fail their check)  |
 // | SPOOLSHIP_ERR_STATE_DIR_LOST      | 1    | state_dir or its lock file was removed or replaced while running |
 // | SPOOLSHIP_ERR_STATE_DIR_UNSAFE    | 2    | state_dir is another user's, or writable by others and not ours to tighten |
@@ -157,6 +158,25 @@ export class ControlUntrustedError extends SpoolshipError {
 export class FatalIoError extends SpoolshipError {
   constructor(message: string, cause: unknown) {
     super('SPOOLSHIP_ERR_FATAL_IO', message, EXIT_FAILURE, { cause });
+  }
+}
+
+/**
+ * ENOSPC (or EDQUOT) while the agent starts (the lock file, the checkpoint
+ * written at load, the queue's files): nothing is shipped. A running agent
+ * waits for space instead (the disk_full state, state/acker.ts); a start
+ * has no state to report it from, so it says what to do and exits 1 (a
+ * service manager starts it again).
+ */
+export class StateDiskFullError extends SpoolshipError {
+  constructor(stateDir: string, cause: NodeJS.ErrnoException) {
+    const where = [cause.syscall, cause.path].filter(Boolean).join(' ');
+    super(
+      'SPOOLSHIP_ERR_STATE_DISK_FULL',
+      `state_dir ${stateDir}: its file system is full (${cause.code}${where ? `: ${where}` : ''}) while the agent starts; free space there (or give state_dir a larger volume) and start again; once running, a full disk makes the agent wait for space instead (/readyz 503 disk_full)`,
+      EXIT_FAILURE,
+      { cause },
+    );
   }
 }
 

@@ -14,7 +14,8 @@ import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
-import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
+import { ConfigError, StateDirLostError, StateDiskFullError, StateLayoutError } from '../errors.js';
+import { isErrno } from '../util/fsx.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -238,7 +239,8 @@ export class Agent {
       this.destroying = true;
       this.closing ??= Promise.resolve();
       for (const f of await parts.unwind({ destroy: err })) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
-      throw err;
+      // At start only state_dir is written: say which and what to do, not a stack trace.
+      throw isErrno(err, 'ENOSPC', 'EDQUOT') ? new StateDiskFullError(c.state_dir, err as NodeJS.ErrnoException) : err;
     }
   }
 

@@ -236,4 +236,30 @@ describe('state_dir faults (process)', () => {
     rmSync(filler);
     await expectResumed(s, 'disk_full');
   });
+
+  it('a start on a full state_dir exits 1 naming it, the cause and the fix, not with a stack trace; the next start ships', async () => {
+    requireMount();
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const stateDir = path.join(dir, 'state');
+    mountTmpfs(stateDir, 1024 * 1024);
+    const filler = path.join(stateDir, 'filler');
+    fill(filler);
+    const cfg = await writeConfig(dir, t);
+    const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+    mkdirSync(path.dirname(spoolFile), { recursive: true });
+    appendFileSync(spoolFile, lines('d', 0, 100));
+    const p = spawnAgent(cfg.configFile);
+    const exit = await p.exited;
+    expect(exit.code).toBe(1);
+    expect(p.stderr).toContain(`state_dir ${stateDir}: its file system is full (ENOSPC`);
+    expect(p.stderr).not.toContain('unexpected error');
+    expect(t.emu.stats().rows.ev ?? 0).toBe(0);
+    rmSync(filler);
+    const again = spawnAgent(cfg.configFile);
+    await again.started;
+    await waitForDelivery(t, 'ev', 'd', 100, 'the lines after space returned');
+    again.child.kill('SIGTERM');
+    expect((await again.exited).code).toBe(0);
+  });
 });
