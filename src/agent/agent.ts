@@ -16,6 +16,7 @@ import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
 import { ConfigError, StateDirLostError, StateDiskFullError, StateLayoutError } from '../errors.js';
 import { isErrno } from '../util/fsx.js';
+import { DestroyedError } from '../util/lifecycle.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -540,8 +541,9 @@ export class Agent {
    * calls destroy() and exits 1 (the next start recovers from the state_dir).
    */
   private fatal(err: unknown): void {
-    // Work abandoned by a destroy (a failed start, an earlier fatal error) ends in errors of its own.
-    if (this.fatalSeen || this.destroying) return;
+    // Work abandoned by a destroy (a failed start, an earlier fatal error, a
+    // stop out of time destroying its parts) ends in errors of its own.
+    if (this.fatalSeen || this.destroying || err instanceof DestroyedError) return;
     this.fatalSeen = true;
     const loss = err instanceof StateDirLostError ? { what: err.loss.what, how: err.loss.how, path: err.loss.path } : {};
     this.deps.log.fatal({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');

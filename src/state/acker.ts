@@ -87,6 +87,8 @@ export class Acker implements StateWrites, LongLived {
   /** Cancels the pending journal flush retry, or null. */
   private flushRetry: (() => void) | null = null;
   private closed = false;
+  /** Aborted by destroy(): writes waiting out a fault end at once, not at their next try (after the stop). */
+  private readonly abandon = new AbortController();
 
   constructor(
     private readonly state: CheckpointedState,
@@ -122,7 +124,7 @@ export class Acker implements StateWrites, LongLived {
         failed = true;
         this.setWriteFault(fault);
         if (this.destroyed) throw new DestroyedError('the acker');
-        await this.o.clock.sleep(STATE_RETRY_MS);
+        await this.o.clock.sleep(STATE_RETRY_MS, this.abandon.signal);
         if (this.destroyed) throw new DestroyedError('the acker');
       }
     }
@@ -201,6 +203,7 @@ export class Acker implements StateWrites, LongLived {
   /** As close(), and state writes waiting out a full or read-only state_dir give up (DestroyedError). */
   destroy(): Promise<void> {
     this.destroyed = true;
+    this.abandon.abort();
     return this.close();
   }
 

@@ -20,6 +20,26 @@ import { noise } from '../support/noise.js';
 /** State writes as they are while the state_dir takes them: each runs once. */
 const writes: StateWrites = { retryStateWrite: (fn) => fn() };
 
+/**
+ * A 1 MB tmpfs as the spill directory, with the agent's own acker on a
+ * manual clock: a body of 700 KB is spilled (`first`), and the next one does
+ * not fit beside it.
+ */
+async function fullAfterOne(onWaitingChange?: () => void) {
+  const dir = path.join(await tempDir(), 'spill');
+  mkdirSync(dir);
+  const unmount = mountTmpfs(dir, '1m');
+  onCleanup(async () => unmount());
+  const { log, logs: events } = captureLogs();
+  const clock = new ManualClock();
+  const faults: string[][] = [];
+  const state = { journalBytes: 0, checkpointBytes: 0, flush: async () => undefined, checkpoint: async () => undefined };
+  const acker = new Acker(state, { clock, log, stateDir: dir, events: { onFaultsChange: (f) => faults.push([...f]), onFatal: (err) => { throw err; } } });
+  const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log, writes: acker, onWaitingChange });
+  const first = await held.hold([noise(700_000, 6)], false);
+  return { clock, acker, held, events, faults, first };
+}
+
 async function chunksOf(body: SpilledBody): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const c of body.chunks()) parts.push(c);
@@ -91,20 +111,9 @@ describe('HeldBodies', () => {
   });
 
   it('a full file system is the disk_full state: the hold waits, reported, and spills once an answered body frees room (real tmpfs)', async () => {
-    const dir = path.join(await tempDir(), 'spill');
-    mkdirSync(dir);
-    const unmount = mountTmpfs(dir, '1m');
-    onCleanup(async () => unmount());
-    const { log, logs: events } = captureLogs();
-    const clock = new ManualClock();
-    const faults: string[][] = [];
-    const state = { journalBytes: 0, checkpointBytes: 0, flush: async () => undefined, checkpoint: async () => undefined };
-    const acker = new Acker(state, { clock, log, stateDir: dir, events: { onFaultsChange: (f) => faults.push([...f]), onFatal: (err) => { throw err; } } });
     let changes = 0;
-    const held = new HeldBodies({ dir, memoryBytes: 0, keep: 4, log, writes: acker, onWaitingChange: () => changes++ });
-    const first = noise(700_000, 6);
+    const { clock, held, events, faults, first: h1 } = await fullAfterOne(() => changes++);
     const second = noise(700_000, 7);
-    const h1 = await held.hold([first], false);
     expect(h1).toBeInstanceOf(SpilledBody);
 
     // The second does not fit beside the first: it waits, the fault reported once.
@@ -136,6 +145,21 @@ describe('HeldBodies', () => {
     expect(events.filter((e) => e.event === 'state_fault')).toHaveLength(1);
     held.release(h2);
     expect(held.bytes).toEqual({ inMemory: 0, spilled: 0 });
+  });
+
+  it('a hold waiting for room ends with the acker\'s destroy (DestroyedError), without a WARN or the body kept in memory', async () => {
+    const { clock, acker, held, events, first: h1 } = await fullAfterOne();
+    const waiting = held.hold([noise(700_000, 7)], false).then(
+      () => 'held',
+      (err: Error) => err.name,
+    );
+    await waitFor(() => clock.waiting === 1, 'the spill waits for a retry');
+    await acker.destroy();
+    expect(await waiting).toBe('DestroyedError');
+    expect(held.waitingForDisk).toBe(0);
+    expect(held.bytes).toEqual({ inMemory: 0, spilled: 700_000 });
+    expect(events.filter((e) => e.event === 'body_spill_failed')).toEqual([]);
+    held.release(h1);
   });
 
   it('any other failure to spill (the directory gone) leaves the body in memory, with one WARN, and spills again once it works', async () => {

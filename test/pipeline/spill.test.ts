@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { noise } from '../support/noise.js';
 import { mountTmpfs } from '../support/tmpfs.js';
+import type { Emulator } from '../../src/emulator/index.js';
 import { configFor, expectByteIdenticalRetries, onCleanup, expectExactlyOnce, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 /** Sample a gauge every 5 ms until stopped; resolves with the largest value seen. */
@@ -144,15 +145,34 @@ describe('spilled bodies', () => {
     expect(readdirSync(spill)).toEqual([]);
   });
 
-  it('a stop while a spill waits for room ends in time; the next start sends what was left, every line once', async () => {
+  /**
+   * Stop an agent while a spill waits for room (stop() throws what the agent
+   * reported as fatal until then), start another on the same state_dir with
+   * answers back, and see every line once.
+   */
+  async function stopWhileASpillWaits(faults: Parameters<Emulator['setFaults']>[0]): Promise<void> {
     const { dir, emu, config, lines } = await smallSpillDir(6000, 100_000);
+    emu.setFaults(faults);
     const first = await startAgent(config, { bodiesInMemoryBytes: 0 });
     await waitFor(async () => (await gauge(first.agent, 'spoolship_parked', '{reason="disk_full"}')) === 1, 'a spill waiting for room');
-    // Bounded by shutdown_timeout_ms (3 s) and the test's own timeout.
     await first.stop();
+    emu.setFaults([]);
     const second = await startAgent(config, { bodiesInMemoryBytes: 0 });
     await waitForRows(emu, dir, 'ev', lines, 'all rows after the restart', { timeoutMs: 60_000 });
     await second.stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), lines);
+  }
+
+  it('a stop while a spill waits for room ends in time; the next start sends what was left, every line once', async () => {
+    // Bounded by shutdown_timeout_ms (3 s) and the test's own timeout.
+    await stopWhileASpillWaits([]);
+  });
+
+  it('a stop that runs out of time while a spill waits ends without a fatal error; the next start sends every line once', async () => {
+    // No answer at all: the spilled bodies keep their room, so the next spill
+    // waits through the whole stop; shutdown_timeout_ms (3 s) cuts the hung
+    // requests and destroys the parts, and the waiting spill ends with them,
+    // inside the stop.
+    await stopWhileASpillWaits([{ kind: 'hang' }]);
   });
 });

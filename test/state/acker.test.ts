@@ -100,6 +100,26 @@ describe('Acker', () => {
     expect(s.acker.faults).toEqual([]);
   });
 
+  it('destroy ends a write waiting out a full disk at once (DestroyedError), without waiting for its next try', async () => {
+    const s = setup();
+    let calls = 0;
+    const write = s.acker.retryStateWrite(async () => {
+      calls++;
+      throw errno('ENOSPC');
+    });
+    const ended = write.then(
+      () => 'stored',
+      (err: Error) => err.name,
+    );
+    await settle();
+    expect(s.clock.waiting).toBe(1);
+    await s.acker.destroy();
+    // No time passes on the clock: the stop that destroyed it must not find it still waiting afterwards.
+    expect(await ended).toBe('DestroyedError');
+    expect(calls).toBe(1);
+    expect(s.clock.waiting).toBe(0);
+  });
+
   it('any other write error is thrown, not retried', async () => {
     const s = setup();
     await expect(s.acker.retryStateWrite(async () => Promise.reject(errno('EIO')))).rejects.toThrow('EIO');
