@@ -161,25 +161,6 @@ export class FatalIoError extends SpoolshipError {
   }
 }
 
-/**
- * ENOSPC (or EDQUOT) while the agent starts (the lock file, the checkpoint
- * written at load, the queue's files): nothing is shipped. A running agent
- * waits for space instead (the disk_full state, state/acker.ts); a start
- * has no state to report it from, so it says what to do and exits 1 (a
- * service manager starts it again).
- */
-export class StateDiskFullError extends SpoolshipError {
-  constructor(stateDir: string, cause: NodeJS.ErrnoException) {
-    const where = [cause.syscall, cause.path].filter(Boolean).join(' ');
-    super(
-      'SPOOLSHIP_ERR_STATE_DISK_FULL',
-      `state_dir ${stateDir}: its file system is full (${cause.code}${where ? `: ${where}` : ''}) while the agent starts; free space there (or give state_dir a larger volume) and start again; once running, a full disk makes the agent wait for space instead (/readyz 503 disk_full)`,
-      EXIT_FAILURE,
-      { cause },
-    );
-  }
-}
-
 /** Neither checkpoint.json nor its .prev passes its check: what was delivered is unknown, so nothing starts. */
 export class StateCorruptError extends SpoolshipError {
   constructor(

@@ -14,8 +14,7 @@ import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
-import { ConfigError, StateDirLostError, StateDiskFullError, StateLayoutError } from '../errors.js';
-import { isErrno } from '../util/fsx.js';
+import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
 import { DestroyedError } from '../util/lifecycle.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
@@ -37,7 +36,7 @@ import type { HeapGrowth } from '../util/heap-growth.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { deadLetterDropped, queueRecordSkipped, stateDirTightened, stateFaultGauge, stateLockEvents } from '../observe/state-events.js';
+import { deadLetterDropped, queueRecordSkipped, startStateFault, stateDirTightened, stateFaultGauge, stateLockEvents } from '../observe/state-events.js';
 import { ApiConnection } from './api-connection.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
@@ -49,7 +48,8 @@ import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { BODIES_IN_MEMORY_BYTES, HeldBodies, spillDir } from '../pipeline/held-bodies.js';
-import { Acker } from '../state/acker.js';
+import { Acker, type StateFault } from '../state/acker.js';
+import { openWaitingForStateDir } from './state-wait.js';
 import { Resender, completeQueuedIntents } from '../recovery/resend.js';
 import { reportRecovery } from '../recovery/report.js';
 import { CountLog } from '../observe/count-log.js';
@@ -84,6 +84,8 @@ export interface AgentDeps {
   metrics?: Metrics;
   /** The environment `api.proxy: null` reads (HTTPS_PROXY, NO_PROXY and the like); default: empty, no proxy. */
   env?: NodeJS.ProcessEnv;
+  /** Aborted by a stop: a start waiting out a full or read-only state_dir ends with StartStoppedError. */
+  startSignal?: AbortSignal;
 }
 
 export class Agent {
@@ -132,6 +134,8 @@ export class Agent {
   private readonly parts = new StartedParts();
   /** Every part is built: /readyz and /status may read them. */
   private started = false;
+  /** The start waits out a full or read-only state_dir (state-wait.ts). */
+  private startFault: StateFault = null;
 
   private constructor(
     private config: Readonly<Config>,
@@ -177,13 +181,20 @@ export class Agent {
       // create nothing (no state_dir, checkpoint or journal).
       await this.startAdmin();
       await this.api.readCredentials();
-      // Before anything is written there: refused when another user could change it.
-      await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
-      this.lock = await acquireLock(c.state_dir, { onEvent: stateLockEvents(deps.log, c.state_dir) });
-      parts.add('state_dir lock', partOf(() => this.lock.release()));
-      this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
-      parts.add('state_dir watch', this.dirWatch);
-      await this.openState();
+      // A full or read-only state_dir: waited out, as when running (state-wait.ts).
+      const up = parts.size;
+      const reportFault = startStateFault(this.metrics, deps.log, c.state_dir, this.adminUrl);
+      await openWaitingForStateDir(() => this.openStateDir(), {
+        clock: this.clock,
+        signal: deps.startSignal,
+        undo: async (err) => {
+          for (const f of await parts.unwind({ destroy: err }, up)) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
+        },
+        onFault: (fault, err) => {
+          this.startFault = fault;
+          reportFault(fault, err);
+        },
+      });
       for (const ds of this.store.dataSources()) this.metrics.knowDataSource(ds);
       const baseUrl = await this.api.open();
       this.apiUrl = baseUrl;
@@ -228,7 +239,7 @@ export class Agent {
       parts.add('spooler', this.spooler);
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', partOf(() => this.stopTimers()));
-      this.dirWatch.start((loss) => this.fatal(new StateDirLostError(loss)));
+      this.dirWatch!.start((loss) => this.fatal(new StateDirLostError(loss)));
       const pool = threadpoolReport(this.threads, process.env);
       if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
       deps.log.info(
@@ -240,9 +251,20 @@ export class Agent {
       this.destroying = true;
       this.closing ??= Promise.resolve();
       for (const f of await parts.unwind({ destroy: err })) deps.log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'releasing a part of a failed start failed');
-      // At start only state_dir is written: say which and what to do, not a stack trace.
-      throw isErrno(err, 'ENOSPC', 'EDQUOT') ? new StateDiskFullError(c.state_dir, err as NodeJS.ErrnoException) : err;
+      throw err;
     }
+  }
+
+  /** The state_dir, trusted and locked, and what is kept in it (openState). */
+  private async openStateDir(): Promise<void> {
+    const { config: c, deps, parts } = this;
+    // Before anything is written there: refused when another user could change it.
+    await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
+    this.lock = await acquireLock(c.state_dir, { onEvent: stateLockEvents(deps.log, c.state_dir) });
+    parts.add('state_dir lock', partOf(() => this.lock.release()));
+    this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
+    parts.add('state_dir watch', this.dirWatch);
+    await this.openState();
   }
 
   /** The state store (checkpoint + journal), the dead-letter store and the disk retry queue, reconciled. */
@@ -489,9 +511,11 @@ export class Agent {
     return behind;
   }
 
-  /** /readyz: until the parts are built (the address is taken before the state), not ready. */
+  /** /readyz: until the parts are built (the address is taken before the state), not ready: starting, or the state_dir's fault. */
   private readyz(): Readiness {
-    return this.started ? this.readiness() : { ready: false, reasons: ['starting'] };
+    if (this.started) return this.readiness();
+    const faults = this.startFault ? [this.startFault] : (this.acker?.faults ?? []);
+    return { ready: false, reasons: faults.length > 0 ? faults : ['starting'] };
   }
 
   readiness(): Readiness {

@@ -27,10 +27,20 @@ export class StartedParts {
     return this.stack.map((p) => p.name);
   }
 
-  /** End every part, last started first, each once; one failing does not stop the others. Returns the failures. */
-  async unwind(how: Unwind): Promise<Array<{ name: string; err: unknown }>> {
+  /** How many parts are up: unwind(how, keep) ends those started after. */
+  get size(): number {
+    return this.stack.length;
+  }
+
+  /**
+   * End every part started after the first `keep` (all by default), last
+   * started first, each once; one failing does not stop the others. Returns
+   * the failures.
+   */
+  async unwind(how: Unwind, keep = 0): Promise<Array<{ name: string; err: unknown }>> {
     const failures: Array<{ name: string; err: unknown }> = [];
-    for (let p = this.stack.pop(); p; p = this.stack.pop()) {
+    while (this.stack.length > keep) {
+      const p = this.stack.pop()!;
       try {
         await (how === 'close' ? p.part.close() : p.part.destroy(how.destroy));
       } catch (err) {

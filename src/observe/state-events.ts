@@ -1,5 +1,5 @@
 // What the state side tells operators: the parked gauge for a full or
-// unwritable state_dir (the acker's faults), a line the full dead-letter
+// unwritable state_dir (the acker's faults, and a start waiting one out), a line the full dead-letter
 // store could not keep, a queue record skipped as torn or corrupt, a
 // changed token file, a loose state_dir made 0700, and the state lock's
 // fallback, wait and loss.
@@ -12,6 +12,28 @@ import type { LockEvent } from '../state/lock.js';
 export function stateFaultGauge(metrics: Metrics): (faults: ReadonlySet<Exclude<StateFault, null>>) => void {
   return (faults) => {
     for (const reason of ['disk_full', 'state_dir_unwritable'] as const) metrics.parked.set({ reason }, faults.has(reason) ? 1 : 0);
+  };
+}
+
+/**
+ * A start waiting out a full or unwritable state_dir (agent/state-wait.ts):
+ * the gauge, one ERROR state_fault per fault with what to do and the admin
+ * address whose /readyz says it, and state_fault_cleared when a try works.
+ */
+export function startStateFault(metrics: Metrics, log: Logger, stateDir: string, admin: string | null): (fault: StateFault, err?: unknown) => void {
+  const gauge = stateFaultGauge(metrics);
+  return (fault, err) => {
+    gauge(new Set(fault ? [fault] : []));
+    if (!fault) {
+      log.info({ event: 'state_fault_cleared' }, 'state_dir writable again: starting');
+      return;
+    }
+    const e = err as NodeJS.ErrnoException;
+    const fix =
+      fault === 'disk_full'
+        ? "state_dir's file system is full while the agent starts: waiting for space; free space there (or give state_dir a larger volume) and it starts by itself"
+        : 'state_dir cannot be written while the agent starts (read-only, or not writable by this user): waiting; make it writable and it starts by itself';
+    log.error({ event: 'state_fault', fault, state_dir: stateDir, code: e.code, syscall: e.syscall, path: e.path, admin }, fix);
   };
 }
 

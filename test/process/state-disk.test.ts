@@ -237,29 +237,101 @@ describe('state_dir faults (process)', () => {
     await expectResumed(s, 'disk_full');
   });
 
-  it('a start on a full state_dir exits 1 naming it, the cause and the fix, not with a stack trace; the next start ships', async () => {
+  it('a start on a full state_dir waits: /readyz 503 disk_full, the gauge, one ERROR; it starts by itself when space returns and sends every line once', async () => {
     requireMount();
-    const dir = await tempDir();
-    const t = await startEmu(dir);
-    const stateDir = path.join(dir, 'state');
-    mountTmpfs(stateDir, 1024 * 1024);
-    const filler = path.join(stateDir, 'filler');
+    const w = await waitingStart();
+    // An agent shipped from this state_dir before: its lock file, checkpoint and journals are there.
+    w.write(100);
+    const first = spawnAgent(w.cfg.configFile);
+    await first.started;
+    await waitForDelivery(w.t, 'ev', 'd', 100, 'the first 100 lines');
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+    const filler = path.join(w.stateDir, 'filler');
     fill(filler);
-    const cfg = await writeConfig(dir, t);
-    const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
-    mkdirSync(path.dirname(spoolFile), { recursive: true });
-    appendFileSync(spoolFile, lines('d', 0, 100));
-    const p = spawnAgent(cfg.configFile);
-    const exit = await p.exited;
-    expect(exit.code).toBe(1);
-    expect(p.stderr).toContain(`state_dir ${stateDir}: its file system is full (ENOSPC`);
-    expect(p.stderr).not.toContain('unexpected error');
-    expect(t.emu.stats().rows.ev ?? 0).toBe(0);
+    w.write(200);
+    const p = spawnAgent(w.cfg.configFile);
+    const admin = await faultReported(p, 'disk_full');
+    expect(await metric(admin, 'spoolship_parked', 'reason="disk_full"')).toBe(1);
+    expect((await readyz(admin)).body).toEqual({ ready: false, reasons: ['disk_full'] });
+    expect(w.t.emu.stats().rows.ev).toBe(100);
     rmSync(filler);
-    const again = spawnAgent(cfg.configFile);
+    // The same process starts (it waited rather than exited).
+    await p.started;
+    expect(p.logs.filter((l) => l.event === 'state_fault'), 'one ERROR for the whole wait').toHaveLength(1);
+    expect(p.logs.some((l) => l.event === 'state_fault_cleared')).toBe(true);
+    await waitForDelivery(w.t, 'ev', 'd', 300, 'every line after space returned');
+    await waitFor(async () => (await readyz(admin)).status === 200, '/readyz 200');
+    expect(await metric(admin, 'spoolship_parked', 'reason="disk_full"')).toBe(0);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    const result = await checkDelivery(w.t, 'ev', 'd', 300);
+    expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
+  });
+
+  it('a start on a read-only state_dir waits (state_dir_unwritable); SIGTERM ends the wait with exit 0; the next start ships', async () => {
+    requireMount();
+    const w = await waitingStart();
+    w.write(100);
+    sh('mount', ['--bind', w.stateDir, w.stateDir]);
+    sh('mount', ['-o', 'remount,ro,bind', w.stateDir]);
+    let covered = true;
+    onCleanup(async () => {
+      if (covered) unmount(w.stateDir);
+    });
+    const p = spawnAgent(w.cfg.configFile);
+    const admin = await faultReported(p, 'state_dir_unwritable');
+    expect((await readyz(admin)).body).toEqual({ ready: false, reasons: ['state_dir_unwritable'] });
+    expect(await metric(admin, 'spoolship_parked', 'reason="state_dir_unwritable"')).toBe(1);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    expect(p.logs.some((l) => l.event === 'stopped')).toBe(true);
+    expect(p.logs.some((l) => l.event === 'started')).toBe(false);
+    expect(w.t.emu.stats().rows.ev ?? 0).toBe(0);
+    unmount(w.stateDir);
+    covered = false;
+    const again = spawnAgent(w.cfg.configFile);
     await again.started;
-    await waitForDelivery(t, 'ev', 'd', 100, 'the lines after space returned');
+    await waitForDelivery(w.t, 'ev', 'd', 100, 'the lines once writable');
     again.child.kill('SIGTERM');
     expect((await again.exited).code).toBe(0);
   });
 });
+
+interface WaitingStart {
+  t: TestEmu;
+  cfg: Awaited<ReturnType<typeof writeConfig>>;
+  stateDir: string;
+  write(n: number): void;
+}
+
+/** An emulator, a config and a 1 MB tmpfs state_dir, for the starts above. */
+async function waitingStart(): Promise<WaitingStart> {
+  const dir = await tempDir();
+  const t = await startEmu(dir);
+  const stateDir = path.join(dir, 'state');
+  mountTmpfs(stateDir, 1024 * 1024);
+  const cfg = await writeConfig(dir, t);
+  const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+  mkdirSync(path.dirname(spoolFile), { recursive: true });
+  let written = 0;
+  return {
+    t,
+    cfg,
+    stateDir,
+    write(n) {
+      appendFileSync(spoolFile, lines('d', written, n));
+      written += n;
+    },
+  };
+}
+
+/** The start's ERROR state_fault for `fault`; returns the admin address it names. */
+async function faultReported(p: AgentProcess, fault: string): Promise<string> {
+  const e = await waitFor(async () => p.logs.find((l) => l.event === 'state_fault'), 'the ERROR state_fault', 15_000).catch((err: Error) => {
+    throw new Error(`${err.message}; agent exit ${JSON.stringify(p.exitInfo)}; stderr ${p.stderr.slice(0, 1500)}`);
+  });
+  expect(e).toMatchObject({ level: 50, fault });
+  expect(e!.msg).toContain(fault === 'disk_full' ? 'free space there' : 'make it writable');
+  return e!.admin as string;
+}

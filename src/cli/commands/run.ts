@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Agent } from '../../agent/agent.js';
+import { StartStoppedError } from '../../agent/state-wait.js';
 import { loadConfig, restartRequiredChanges } from '../../config/index.js';
 import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
@@ -54,6 +55,8 @@ class Daemon {
    * shutdown_timeout_ms for it: ~50 s at the default, past Kubernetes' 30 s).
    */
   private stopRequested = false;
+  /** Ends a start that waits out a full or read-only state_dir (agent/state-wait.ts). */
+  private readonly stopping = new AbortController();
 
   constructor(
     private loaded: LoadedConfig,
@@ -82,6 +85,7 @@ class Daemon {
       env: this.io.env,
       heapGrowth: this.heapGrowth ?? undefined,
       bodyDrops: this.scavenger,
+      startSignal: this.stopping.signal,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
@@ -92,6 +96,7 @@ class Daemon {
   stop(signal: string): void {
     this.log.info({ event: 'signal_received', signal }, 'signal received');
     this.stopRequested = true;
+    this.stopping.abort();
     this.wakeExit();
   }
 
@@ -133,6 +138,8 @@ class Daemon {
       this.loaded = { ...next, config };
       this.log = createLogger(config.log, this.io.stderr);
     } catch (err) {
+      // Stopped while the new agent waited for its state_dir: finish() closes the old one (closed already).
+      if (err instanceof StartStoppedError) return;
       log.error({ event: 'reload_start_failed', err: String(err) }, 'the new config could not start; going back to the old one');
       this.agent = await this.startAgent(this.loaded.config);
     }
@@ -195,7 +202,10 @@ const command: Command = {
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       process.off('SIGHUP', onHup);
-      throw err;
+      if (!(err instanceof StartStoppedError)) throw err;
+      // Nothing was started: no state to write.
+      log.info({ event: 'stopped' }, 'stopped before the start finished');
+      return EXIT_OK;
     }
     await daemon.stopped;
     process.off('SIGTERM', onTerm);
