@@ -28,6 +28,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
+import { inFlightCeiling } from '../../src/sender/from-config.js';
+import { CHECKPOINT_JOURNAL_BYTES } from '../../src/state/acker.js';
 import { ROOT } from '../fleet/agents.js';
 
 const DIR = path.join(ROOT, 'deploy', 'kubernetes');
@@ -57,6 +59,14 @@ const REDIS_SECRET = { name: 'spoolship-redis', key: 'password' };
 const REDIS_USER = 'spoolship';
 /** What the test puts in the Secret: the rendered output must never contain a password, so it cannot contain this one. */
 const REDIS_PASSWORD_STAND_IN = 'stand-in-0f3a9c27e1b84d56';
+
+/** A Kubernetes quantity of bytes ("1Gi", "512Mi", "2G", "1000") in bytes. */
+function quantity(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
+  if (!m) throw new Error(`not a byte quantity: ${q}`);
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }[m[2] ?? ''] ?? 1;
+  return Number(m[1]) * unit;
+}
 
 function parseManifests(text: string, what: string): Manifest[] {
   return parseAllDocuments(text).map((d) => {
@@ -334,8 +344,16 @@ describe('deploy/kubernetes', () => {
     // make it 0700 and refuses it (SPOOLSHIP_ERR_STATE_DIR_UNSAFE). Its
     // state_dir is a directory it creates inside the volume.
     expect(path.posix.basename(config.state_dir)).toBe('state');
-    expect(mountOf(c, spec.volumes!, path.posix.dirname(config.state_dir)).volume.emptyDir).toBeDefined();
+    const stateVolume = mountOf(c, spec.volumes!, path.posix.dirname(config.state_dir)).volume.emptyDir;
+    expect(stateVolume).toBeDefined();
     expect(c.volumeMounts!.some((m) => m.mountPath === config.state_dir)).toBe(false);
+    // Past an emptyDir's sizeLimit the kubelet evicts the pod (its spool
+    // with it) rather than failing a write: the state volume holds all the
+    // state_dir may grow to (the disk queue, dead letters, the journals
+    // until their checkpoint, two checkpoints and the bodies in flight).
+    const stateBound =
+      config.queue.max_bytes + config.dead_letter.max_bytes + CHECKPOINT_JOURNAL_BYTES + 2 * 1024 * 1024 + inFlightCeiling(config) * config.batch.max_bytes;
+    expect(stateBound, `state_dir bound ${stateBound} within sizeLimit ${String(stateVolume!.sizeLimit)}`).toBeLessThanOrEqual(quantity(String(stateVolume!.sizeLimit)));
   });
 
   it('the PodMonitor selects the pods of both shapes on the agent\'s admin port', () => {
