@@ -46,4 +46,3 @@ export async function openWaitingForStateDir(open: () => Promise<void>, o: State
     if (o.signal?.aborted) throw new StartStoppedError();
   }
 }
-

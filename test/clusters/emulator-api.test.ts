@@ -142,6 +142,23 @@ describe('emulator cluster API', () => {
     expect(t.emu.clusters.getCluster(AWS)!.replicas['replica-3']!.state).toBe('running');
   });
 
+  it('POST replica answers adding even with --replica-delay-ms 0 (the platform documents new_replica as adding); the listing then says running', async () => {
+    const now = await startTestEmulator(0);
+    try {
+      const old = now.emu.clusters.getCluster(AWS)!.cluster_weights;
+      const res = await request(`${now.emu.url}/v0/organizations/${ORG}/clusters/${AWS}/replicas`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ replica_size: '8-32', existing_replicas: { old_weights: old, new_weights: old }, new_replica: { writer: 0, copyjob: 1 } }),
+      });
+      expect(res.statusCode).toBe(200);
+      expect(((await res.body.json()) as { new_replica: { state: string } }).new_replica.state).toBe('adding');
+      expect(now.emu.clusters.getCluster(AWS)!.replicas['replica-3']!.state).toBe('running');
+    } finally {
+      await now.emu.close();
+    }
+  });
+
   it('DELETE replica: marker; removed replica still in new_weights 400; unknown replica 400; busy cluster 409', async () => {
     const old = weightsOf(GCP);
     const path = `${base}/clusters/${GCP}/replicas/replica-3/`;

@@ -24,9 +24,9 @@ export interface TestEmulator {
   target: string[];
 }
 
-export async function startTestEmulator(): Promise<TestEmulator> {
+export async function startTestEmulator(replicaDelayMs = DELAY_MS): Promise<TestEmulator> {
   const clock = { t: 1_700_000_000_000 };
-  const emu = await startEmulator({ listen: '127.0.0.1:0', org: ORG, adminToken: ADMIN, replicaDelayMs: DELAY_MS, now: () => clock.t });
+  const emu = await startEmulator({ listen: '127.0.0.1:0', org: ORG, adminToken: ADMIN, replicaDelayMs, now: () => clock.t });
   return {
     emu,
     clock,

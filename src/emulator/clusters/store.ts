@@ -97,7 +97,9 @@ export class ClusterStore {
     c.weights = cloneWeights(weights);
     for (const [role, w] of Object.entries(newReplica)) (c.weights[role] ??= {})[name] = w;
     this.markBusy(c);
-    return this.replicaView(rec);
+    // The answer describes the replica as requested: `adding` (service-api.md),
+    // even when --replica-delay-ms 0 makes the listing say `running` at once.
+    return { ...this.replicaView(rec), state: 'adding' };
   }
 
   removeReplica(clusterId: string, name: string, weights: Weights): Weights {
