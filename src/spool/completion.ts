@@ -4,12 +4,14 @@
 // generations of a file (before a copytruncate, or of an inode now reused)
 // once nothing read from them is pending, and files the state knows that no
 // scan has found for forget_after_ms (deleted while the agent was down).
-// With on_complete: delete, a file fully committed, idle for idle_ms and
-// superseded (renamed out of the patterns, or a newer file grows in its
-// directory) is deleted and finished.
+// With on_complete: delete, a file fully committed (to its end as a stat
+// sees it just before: nothing unread), idle for idle_ms and superseded
+// (renamed out of the patterns, or a newer file grows in its directory) is
+// deleted and finished.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { CompletionOptions } from './options.js';
+import { statPath } from './identity.js';
 import type { FileTailer } from './tailer.js';
 import { followed, type Tailers } from './tailers.js';
 
@@ -31,9 +33,9 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
       store.forgetFile(t.key);
       continue;
     }
-    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && superseded(t, tailers)) {
+    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && t.unreadBytes === 0 && superseded(t, tailers)) {
       const idle = o.clock.now() - t.lastGrowthAt >= o.idleMs;
-      if (!idle) continue;
+      if (!idle || !(await unchangedSinceRead(t))) continue;
       await fsp.rm(t.path, { force: true });
       await t.closeFd();
       t.markDeleted();
@@ -41,6 +43,16 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
       o.events.onFinished(t.ds, t.path, true);
     }
   }
+}
+
+/**
+ * The file at its path is still this one and ends where reading stands: the
+ * scan that found a newer file may have seen it grow too (its new lines
+ * not read yet, so not committed), and a write may come after that scan.
+ */
+async function unchangedSinceRead(t: FileTailer): Promise<boolean> {
+  const st = await statPath(t.path);
+  return st !== null && st.dev === t.dev && st.ino === t.ino && st.size <= t.readOffset;
 }
 
 /** Renamed out of the patterns, or a newer file exists in the same directory. */

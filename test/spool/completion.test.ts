@@ -1,0 +1,85 @@
+// on_complete: delete (SPEC section 3): a file is deleted only when fully
+// committed, not modified for idle_ms, and superseded. A file idle for
+// idle_ms that got one more line, while a newer file appeared beside it,
+// was deleted by the scan that saw both, before that line was read: lost.
+import { appendFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../support/manual-clock.js';
+import { setup } from './helpers.js';
+
+const IDLE_MS = 1000;
+
+describe('on_complete: delete', () => {
+  it('keeps a superseded, idle file while it has bytes not read (and so not committed); deletes it once they are', async () => {
+    const clock = new ManualClock();
+    const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+    let acked = 0;
+    /** Every closed batch recorded and acknowledged, as the sender would. */
+    const commitAll = async () => {
+      for (const b of s.closed.slice(acked)) {
+        await s.store.recordIntent(b.id, b.ds);
+        s.store.completeBatch(b.id);
+      }
+      acked = s.closed.length;
+    };
+    const a = path.join(s.spool, 'ev', 'a.ndjson');
+    const b = path.join(s.spool, 'ev', 'b.ndjson');
+    await writeFile(a, '{"a":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(3 * IDLE_MS);
+    await appendFile(a, '{"a":2}\n');
+    await writeFile(b, '{"b":1}\n');
+    // The scan sees a grown and b new: a is superseded and idle by its last read, its new line not read yet.
+    await s.spooler.scan();
+    expect(existsSync(a), 'a file with a line not read yet is not deleted').toBe(true);
+    await s.readAll();
+    await commitAll();
+    expect(s.closed.map((x) => x.body.toString()).join('')).toContain('{"a":2}\n');
+    clock.advance(10);
+    await appendFile(b, '{"b":2}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(IDLE_MS);
+    await s.spooler.scan();
+    expect(existsSync(a), 'deleted once fully committed, idle and superseded').toBe(false);
+    expect(existsSync(b)).toBe(true);
+  });
+});
+
+describe('on_complete: delete, renamed out of the patterns', () => {
+  it('never deletes the new file that took the old name (rename-and-create)', async () => {
+    const clock = new ManualClock();
+    const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+    let acked = 0;
+    const commitAll = async () => {
+      for (const b of s.closed.slice(acked)) {
+        await s.store.recordIntent(b.id, b.ds);
+        s.store.completeBatch(b.id);
+      }
+      acked = s.closed.length;
+    };
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"old":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    // logrotate's default: the old file renamed out of the patterns, a new one created at the name.
+    await rename(app, path.join(s.spool, 'ev', 'app.ndjson.1'));
+    await writeFile(app, '{"new":1}\n');
+    clock.advance(3 * IDLE_MS);
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(3 * IDLE_MS);
+    await s.spooler.scan();
+    await s.readAll();
+    expect(existsSync(app), 'the new file is not deleted').toBe(true);
+    expect(existsSync(path.join(s.spool, 'ev', 'app.ndjson.1')), 'the old one, renamed out of the patterns, is').toBe(false);
+    expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"old":1}\n{"new":1}\n');
+  });
+});
