@@ -17,20 +17,12 @@ import type { DeliveryCtx, Part } from './types.js';
 /** After a 413 the learned size limit grows back by 10 % per 5 minutes without another 413. */
 export const LEARNED_GROWTH = 1.1;
 export const LEARNED_GROWTH_PERIOD_MS = 5 * 60 * 1000;
-export const MIN_LEARNED_BYTES = 1024;
-/**
- * A 413 for a body smaller than this is not the Events API's (it takes
- * 10 MB, 100 MB on paid plans): the budget parks unexpected_response
- * instead of cutting (judge413).
- */
-export const SMALL_413_BYTES = 64 * 1024;
-
+/** A floor only against absurd sizes: a server may limit bodies to less than batch.max_bytes' 1 KB minimum (the emulator's --max-body). */
+export const MIN_LEARNED_BYTES = 64;
 export interface LearnedLimitOptions {
   clock: Clock;
   /** batch.max_bytes: the limit when none is learned, and the most it grows back to. */
   maxBytes: number;
-  /** A 413 for a body smaller than this is not the API's (SMALL_413_BYTES when absent). */
-  small413Bytes?: number;
   /** A 413 lowered the limit: one request at a time until a success. */
   onLower: () => void;
   /** The learned limit changed (max_bytes when none is learned). */
@@ -79,14 +71,4 @@ export class LearnedLimit {
     this.o.onChange(bytes);
   }
 
-  /**
-   * A 413 for a body far below any limit the Events API has (10 MB, 100 MB
-   * on paid plans): something in between limits bodies. Cutting on it
-   * took the learned limit to 1 KB and dead-lettered good lines as
-   * line_too_long; park with the reason instead, the data kept.
-   */
-  judge413(v: Verdict, rawLen: number): Verdict {
-    if (v.kind !== 'split' || v.reason !== '413' || rawLen >= (this.o.small413Bytes ?? SMALL_413_BYTES)) return v;
-    return { kind: 'park', reason: 'unexpected_response', detail: `HTTP 413 for a request of ${rawLen} bytes, far below the Events API's 10 MB: a proxy or gateway in between limits request bodies` };
-  }
 }

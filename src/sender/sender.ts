@@ -52,7 +52,7 @@ export class Sender implements LongLived, SizeCaps {
 
   constructor(private readonly o: SenderOptions) {
     this.inFlight = new InFlightBound(o);
-    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, small413Bytes: o.small413Bytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
+    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
@@ -328,7 +328,7 @@ export class Sender implements LongLived, SizeCaps {
         continue;
       }
       if (ctx.bisecting) ctx.probes++;
-      const v = this.learned.judge413(classify(outcome, {
+      const v = classify(outcome, {
         attempt,
         afterGoaway,
         http2: this.o.http2,
@@ -336,7 +336,7 @@ export class Sender implements LongLived, SizeCaps {
         now: this.o.clock.now(),
         backoff: this.o.backoff,
         random: this.o.random,
-      }), part.rawLen);
+      });
       const h = this.deliveries.historyOf(ctx.root.id);
       h.attempts++;
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;

@@ -102,8 +102,6 @@ export interface SenderOptions {
   maxInFlightBytes?: number | 'auto';
   maxConnections?: number;
   maxBytes: number;
-  /** A 413 for a body smaller than this is not the API's: park (SMALL_413_BYTES when absent; unit tests whose emulator stands in for 10 MB with 2 KB set 0). */
-  small413Bytes?: number;
   hooks: SenderHooks;
 }
 

@@ -16,7 +16,7 @@ import { configFor, expectExactlyOnce, gauge, jsonLines, onCleanup, startEmu, te
 type Rec = LogRecord;
 
 
-/** The emulator's body limit: above the 64 KiB under which a 413 parks instead of cutting (learned-limit.ts). */
+/** The emulator's body limit, below the batches' size. */
 const MAX_BODY = 150_000;
 const MAX_BATCH = 400_000;
 

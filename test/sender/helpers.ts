@@ -76,8 +76,6 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     maxInFlight: opts.maxInFlight ?? 4,
     probeBudget: opts.probeBudget,
     maxBytes: opts.maxBytes ?? 10_000_000,
-    // The emulator's maxBody of a few KB stands in for the platform's 10 MB here.
-    small413Bytes: 0,
     hooks,
   });
   // destroy, not close: a request left on the wire by a failed test is cut, not waited for.

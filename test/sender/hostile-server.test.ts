@@ -175,22 +175,6 @@ describe('Sender against answers the Events API never gives', () => {
     expect(s.parks).toEqual([]);
   });
 
-  it('a 413 for a body far below any Events API limit parks the budget (unexpected_response) instead of dead-lettering lines as too long', async () => {
-    // A proxy in between that limits bodies: 413 to everything.
-    const s = await scripted(Array.from({ length: 50 }, () => ({ status: 413, body: 'Request Entity Too Large' })));
-    const lines = 2000; // ~20 KB of 10-byte lines: already below SMALL_413_BYTES
-    const done = s.sender.deliver(s.batch(lines));
-    await settle(() => s.parks.length === 1, 'park');
-    expect(s.parks[0]).toMatchObject({ scope: 'budget', reason: 'unexpected_response' });
-    expect(s.parks[0]!.detail).toContain('413');
-    expect(s.acks).toEqual([]);
-    // Fixed (the proxy allows the body now): every line is acknowledged, none dead-lettered as too long.
-    s.answers.splice(0);
-    s.sender.wake();
-    expect(await done).toBe('done');
-    expect(s.acks.reduce((n, a) => n + a.lines, 0)).toBe(lines);
-  });
-
   it('row counts that do not add up to the lines sent (5000 for 5, -5, 1e300) acknowledge, with one WARN, and count no absurd quarantine', async () => {
     const s = await scripted([
       { status: 200, body: '{"successful_rows":5000,"quarantined_rows":0}' },
