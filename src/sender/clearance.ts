@@ -34,6 +34,11 @@ export class Clearance {
     this.limiter.pause(afterMs);
   }
 
+  /** A Retry-After pause holds the budget now: a request that got its slot while waiting must not go (it waits here again). */
+  get paused(): boolean {
+    return this.clock.now() < this.pausedUntil;
+  }
+
   /**
    * Wait for parks and the Retry-After pause; true when this request is the
    * budget's probe. 'left' when `mayLeave` and the Data Source is parked with

@@ -110,7 +110,7 @@ export class InFlightBound {
    * Send one request in its turn. 'over_learned' when `cutFirst()`, asked
    * once the request holds its place in flight, says the piece must be cut
    * instead (a 413 lowered the learned limit meanwhile); null when
-   * `mayGo()`, asked once it holds a rate slot, says no (the budget got
+   * `mayGo()`, asked once it holds a rate slot, says no (the budget got paused or
    * parked, or the sender stopped).
    */
   async run(bytes: number, cutFirst: () => boolean, mayGo: () => boolean, send: () => Promise<SendOutcome>): Promise<SendOutcome | null | 'over_learned'> {

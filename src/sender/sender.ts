@@ -323,7 +323,7 @@ export class Sender implements LongLived, SizeCaps {
       const outcome = await this.request(part, probe, ctx);
       if (outcome === 'over_learned') return outcome;
       if (outcome === null) {
-        // Parked or stopping while waiting for a slot: not sent; decide again.
+        // Parked, paused by a Retry-After or stopping while waiting for a slot: not sent; decide again.
         if (probe) this.budgetPark.probeDone(false);
         continue;
       }
@@ -382,13 +382,13 @@ export class Sender implements LongLived, SizeCaps {
   }
 
   /**
-   * One request; null when the budget got parked (or the sender stopped)
+   * One request; null when the budget got parked or paused (or the sender stopped)
    * while this one waited for its slot; 'over_learned' when a 413 lowered the
    * learned limit below this piece meanwhile (the caller cuts it).
    */
   private request(part: Part, isProbe: boolean, ctx: DeliveryCtx): Promise<SendOutcome | null | 'over_learned'> {
     const cutFirst = () => !isProbe && this.learned.overLearned(part, ctx);
-    const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe));
+    const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe) || this.clearance.paused);
     return this.inFlight.run(part.body.length, cutFirst, mayGo, async () => {
       const started = performance.now();
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding, this.cut.signal);

@@ -75,6 +75,8 @@ interface Answer {
   status: number;
   headers?: Record<string, string>;
   body?: string;
+  /** Answered once this resolves. */
+  hold?: Promise<void>;
 }
 
 async function scripted(answers: Answer[], fallback: Answer = { status: 200, body: '{"successful_rows":1,"quarantined_rows":0}' }) {
@@ -85,8 +87,10 @@ async function scripted(answers: Answer[], fallback: Answer = { status: 200, bod
     req.on('end', () => {
       seen.push(`${req.method} ${req.url}`);
       const a = answers.shift() ?? fallback;
-      res.writeHead(a.status, a.headers ?? {});
-      res.end(a.body ?? '');
+      void (a.hold ?? Promise.resolve()).then(() => {
+        res.writeHead(a.status, a.headers ?? {});
+        res.end(a.body ?? '');
+      });
     });
   });
   const clock = new ManualClock();
@@ -288,6 +292,28 @@ describe('Retry-After and X-RateLimit-Reset are bounded', () => {
     s.clock.advance(1000);
     expect(await done).toBe('done');
     expect(s.odd).toEqual(['ignored_wait', 'ignored_wait']); // the agent's hook warns once per streak
+  });
+
+  it('a Retry-After also holds the requests that had passed the pause check and waited for their turn in flight', async () => {
+    // Two in flight at most. The first request gets 429 Retry-After: 5; the
+    // second is answered only when the test says; the third, past the pause
+    // check before the 429, waits for a place in flight and gets the first's
+    // after it. It used to be sent at once, inside the pause.
+    let release!: () => void;
+    const s = await scripted([{ status: 429, headers: { 'retry-after': '5' } }, { status: 200, body: '{"successful_rows":1,"quarantined_rows":0}', hold: new Promise<void>((r) => (release = r)) }]);
+    const first = s.sender.deliver(s.batch(1));
+    const second = s.sender.deliver(s.batch(1));
+    const third = s.sender.deliver(s.batch(1));
+    // The 429 sleeps its Retry-After; the third waits on the clock for the pause too, or was sent.
+    await settle(() => s.clock.waiting === 2 || s.seen.length > 2, 'the third request to wait or go');
+    expect(s.seen, 'nothing sent during the pause').toHaveLength(2);
+    release();
+    expect(await second).toBe('done');
+    expect(s.clock.nextWakeInMs()).toBe(5000);
+    s.clock.advance(5000);
+    expect(await first).toBe('done');
+    expect(await third).toBe('done');
+    expect(s.seen).toHaveLength(4);
   });
 
   it('the 429 after which a batch moves to the disk queue pauses the budget too: the replay waits for Retry-After', async () => {
