@@ -147,7 +147,9 @@ export class SenderEvents implements SenderHooks {
       for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
     }
     const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
-    if (reason) log.error({ event: 'parked', ...where, reason, detail }, 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
+    // Still parked (a probe failed): said again, once a minute (park.ts).
+    const still = reason !== null && reason === previous;
+    if (reason) log.error({ event: 'parked', ...where, reason, detail, ...(still ? { still: true } : {}) }, still ? 'still parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)' : 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
     else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
   }
 }

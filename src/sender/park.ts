@@ -2,6 +2,8 @@
 // 400). Nothing is dropped while parked: senders wait here. Every
 // `probeIntervalMs` one request is let through as a probe; a success unparks,
 // and `wake()` (SIGHUP, token file change) lets a probe through at once.
+// While it stays parked its owner hears so once an interval (SPEC section 4:
+// "log once a minute").
 import type { Clock } from '../util/clock.js';
 import type { Notifier } from './notifier.js';
 
@@ -16,6 +18,8 @@ export class Park<R extends string> {
   private wakesAtProbe = 0;
   /** probeNowFor(): one probe may go at once, by a caller whose key this accepts. */
   private early: ((key: string) => boolean) | null = null;
+  /** When onChange last heard a park (clock ms). */
+  private toldAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly clock: Clock,
@@ -28,11 +32,19 @@ export class Park<R extends string> {
     return this.reason !== null;
   }
 
+  /**
+   * Park (again). onChange hears a new reason at once, and the same reason
+   * again (still parked: a failed probe) once a probe interval at most, so
+   * the log says it once a minute, not once per refused request.
+   */
   park(reason: R): void {
     const previous = this.reason;
     this.reason = reason;
     this.nextProbeAt = this.nextAfterFailure();
-    if (previous !== reason) this.onChange(reason, previous);
+    const now = this.clock.now();
+    if (previous === reason && now - this.toldAt < this.probeIntervalMs) return;
+    this.toldAt = now;
+    this.onChange(reason, previous);
   }
 
   /**

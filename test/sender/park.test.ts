@@ -12,6 +12,28 @@ function park() {
 }
 
 describe('Park', () => {
+  it('tells its change, and while it stays parked (failed probes, other answers alike) once a probe interval at most: the log once a minute', () => {
+    const clock = new ManualClock();
+    const told: Array<[string | null, string | null]> = [];
+    const p = new Park<'token_rejected'>(clock, new Notifier(), (r, prev) => told.push([r, prev]));
+    p.park('token_rejected');
+    p.park('token_rejected'); // another request's 403 at once
+    clock.advance(PARK_PROBE_INTERVAL_MS - 1);
+    p.park('token_rejected');
+    expect(told).toEqual([['token_rejected', null]]);
+    clock.advance(1);
+    p.park('token_rejected'); // the probe a minute later fails
+    clock.advance(PARK_PROBE_INTERVAL_MS);
+    p.park('token_rejected');
+    expect(told).toEqual([
+      ['token_rejected', null],
+      ['token_rejected', 'token_rejected'],
+      ['token_rejected', 'token_rejected'],
+    ]);
+    p.unpark();
+    expect(told.at(-1)).toEqual([null, 'token_rejected']);
+  });
+
   it('a failed probe waits a whole interval for the next', async () => {
     const { clock, p } = park();
     p.park('token_rejected');

@@ -147,8 +147,9 @@ describe('Sender: README "How each server answer is handled" answers against the
     expect(h.sent.length).toBe(before);
     h.clock.advance(60_000);
     await settle(() => h.sent.length > before, 'a probe after 60 s');
-    await settle(() => h.parks.length === 1 && h.clock.waiting > 0, 'the probe to fail and the batch to wait again');
-    expect(h.parks.at(-1)).toEqual({ scope: 'ds', reason: 'bad_request' });
+    // Still parked: said again, a minute after the first (the log once a minute).
+    await settle(() => h.parks.length === 2 && h.clock.waiting > 0, 'the probe to fail and the batch to wait again');
+    expect(h.parks).toEqual([{ scope: 'ds', reason: 'bad_request' }, { scope: 'ds', reason: 'bad_request' }]);
     h.emu.setFaults([]);
     h.sender.wake(); // SIGHUP: probe now
     expect(await replay).toBe('done');
