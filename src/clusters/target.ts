@@ -21,19 +21,24 @@ export interface Target {
   baseUrl: string;
   /** api.proxy of the config file read, else null (from the environment). */
   proxy: string | null;
+  /** SPOOLSHIP_* variables that name no key (a misspelt one may be why a flag is missing). */
+  warnings: string[];
 }
 
 export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: string): Target {
   const envToken = env.SPOOLSHIP_ADMIN_TOKEN || undefined;
   const needConfig = flags.configFile !== undefined || !flags.org || !(flags.token || envToken) || !flags.baseUrl;
-  const config: Readonly<Config> | null = needConfig ? loadConfig({ file: flags.configFile ?? null, env, cwd }).config : null;
+  // Only these keys are used: an unset ${VAR} elsewhere (api.token, say) is no problem here.
+  const usedKeys = ['api.proxy', ...(flags.org ? [] : ['clusters.org']), ...(flags.token || envToken ? [] : ['clusters.token']), ...(flags.baseUrl ? [] : ['api.base_url'])];
+  const loaded = needConfig ? loadConfig({ file: flags.configFile ?? null, env, cwd, usedKeys }) : null;
+  const config: Readonly<Config> | null = loaded?.config ?? null;
 
   const org = flags.org || config?.clusters.org;
   if (!org) throw new UsageError('no organization: give --org ORG or set clusters.org in the config file');
   const token = flags.token || envToken || config?.clusters.token;
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
-  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null };
+  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null, warnings: loaded?.envWarnings ?? [] };
 }
 
 function configuredBaseUrl(config: Readonly<Config> | null): string {

@@ -22,6 +22,12 @@ export interface LoadConfigOptions extends LocateOptions {
    * no token): an unset \`\${VAR}\` in them is not a problem for that command.
    */
   unusedKeys?: readonly string[];
+  /**
+   * The only keys the command uses (\`clusters\`: its org, token, API host and
+   * proxy); an unset \`\${VAR}\` elsewhere is not a problem for it. Either way
+   * a key left out takes its default.
+   */
+  usedKeys?: readonly string[];
   /** Called for every warning, also when loading then fails (a misspelt SPOOLSHIP_* may be why). */
   onWarning?: (message: string) => void;
   /** The command sends, or checks for one that does: no API token is a problem, not a warning. */
@@ -45,7 +51,7 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     cwd: opts.cwd,
     baseDir: located.file ? path.dirname(located.file) : opts.cwd,
     source: located.file ?? undefined,
-    pendingProblems: pending.filter((p) => !(opts.unusedKeys ?? []).some((k) => p.path === k || p.path.startsWith(`${k}.`))),
+    pendingProblems: pending.filter((p) => usedBy(opts, p.path) || void dropKey(tree, p.path)),
     referencedVariables: referenced,
     onWarning: opts.onWarning,
     tokenRequired: opts.tokenRequired,
@@ -63,6 +69,31 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
 
 /** The token keys: only \`run\`, \`send\`, \`dead-letter replay\`, \`clusters\` and \`check-config\` use them. */
 export const TOKEN_KEYS = ['api.token', 'clusters.token'] as const;
+
+/** What \`status\`, \`queue\` and \`dead-letter list|purge\` never use: they read the state_dir (and ask the agent), never the network. */
+export const NETWORK_KEYS = ['api', 'clusters', 'limits'] as const;
+
+/** What \`send\` and \`dead-letter replay\` never use: they send once, with no admin endpoint. */
+export const ONE_SHOT_UNUSED_KEYS = ['clusters', 'admin'] as const;
+
+const under = (p: string, k: string) => p === k || p.startsWith(`${k}.`) || p.startsWith(`${k}[`);
+
+/** Does the command use the key at \`p\` (so an unset \`\${VAR}\` there is its problem)? */
+function usedBy(opts: Pick<LoadConfigOptions, 'unusedKeys' | 'usedKeys'>, p: string): boolean {
+  if (opts.usedKeys && !opts.usedKeys.some((k) => under(p, k))) return false;
+  return !(opts.unusedKeys ?? []).some((k) => under(p, k));
+}
+
+/** A key the command does not use whose \`\${VAR}\` is unset takes its default (up to the first list index: the whole list). */
+function dropKey(tree: unknown, p: string): void {
+  const parts = p.split('[')[0]!.split('.');
+  let node = tree;
+  for (const k of parts.slice(0, -1)) {
+    if (!isPlainObject(node)) return;
+    node = node[k];
+  }
+  if (isPlainObject(node)) delete node[parts.at(-1)!];
+}
 
 /** Read, parse and interpolate one file; YAML syntax errors throw at once. */
 function readConfigFile(file: string, env: NodeJS.ProcessEnv): { tree: unknown; pending: ConfigProblem[]; referenced: Set<string> } {

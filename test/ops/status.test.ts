@@ -360,11 +360,11 @@ describe('status from the state dir', () => {
 });
 
 describe('commands that never use the token', () => {
-  it('status, queue list and dead-letter list need no token variable and print no warning that concerns run', async () => {
+  it('status, queue list and dead-letter list need no token (nor any API, Redis or clusters variable) and print no warning that concerns run', async () => {
     const dir = await tempDir();
     const cfg = path.join(dir, 'c.yaml');
     // SPOOLSHIP_TOKEN is not set for the child; max_line_bytes over batch.max_bytes is a warning for run only.
-    await writeFile(cfg, `api:\n  base_url: https://api.example.com\n  token: \${SPOOLSHIP_TOKEN}\nspool:\n  dir: ${path.join(dir, 'spool')}\nstate_dir: ${path.join(dir, 'state')}\nbatch:\n  max_bytes: 5KB\nadmin:\n  listen: ""\n`);
+    await writeFile(cfg, `api:\n  base_url: \${API_BASE_URL}\n  proxy: \${PROXY_URL}\n  token: \${SPOOLSHIP_TOKEN}\nlimits:\n  redis_url: \${REDIS_URL}\nclusters:\n  org: \${ORG}\nspool:\n  dir: ${path.join(dir, 'spool')}\nstate_dir: ${path.join(dir, 'state')}\nbatch:\n  max_bytes: 5KB\nadmin:\n  listen: ""\n`);
     await mkdir(path.join(dir, 'spool'), { recursive: true });
     for (const args of [['status'], ['queue', 'list'], ['dead-letter', 'list']]) {
       const r = await runCli([...args, '-c', cfg], dir);
@@ -373,6 +373,25 @@ describe('commands that never use the token', () => {
     const replay = await runCli(['dead-letter', 'replay', '-c', cfg], dir);
     expect(replay.code).toBe(2);
     expect(replay.stderr).toContain('SPOOLSHIP_TOKEN is not set');
+  });
+
+  it('send and clusters need no variable of a key they do not use, and warn about a SPOOLSHIP_* variable that names no key', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const cfg = path.join(dir, 'c.yaml');
+    // send uses api.*, not clusters.*; clusters uses clusters.* and api.base_url, not api.token.
+    await writeFile(cfg, `api:\n  base_url: ${emu.url}\n  token: \${EVENTS_TOKEN}\nclusters:\n  org: acme\n  token: \${ADMIN_TOKEN}\nstate_dir: ${path.join(dir, 'state')}\nadmin:\n  listen: ""\n`);
+    const input = path.join(dir, 'in.ndjson');
+    await writeFile(input, '{"a":1}\n');
+    const send = await runCli(['send', '-c', cfg, '-d', 'ev', input], dir, { EVENTS_TOKEN: emu.token, SPOOLSHIP_BATCH_LINGER_MS: '5' });
+    expect(send.code).toBe(0);
+    expect(send.stderr.split('\n')[0]).toBe('spoolship send: warning: SPOOLSHIP_BATCH_LINGER_MS names no config key; it is ignored. Did you mean SPOOLSHIP_BATCH__LINGER_MS?');
+    expect(rows(emu, dir, 'ev')).toEqual(['{"a":1}']);
+    // The emulator here has no cluster API org "acme": what matters is that the config was accepted (no exit 2 naming EVENTS_TOKEN).
+    const clusters = await runCli(['clusters', 'list', '-c', cfg, '--timeout-ms', '5000'], dir, { ADMIN_TOKEN: 'admin', SPOOLSHIP_BATCH_LINGER_MS: '5' });
+    expect(clusters.stderr).not.toContain('EVENTS_TOKEN');
+    expect(clusters.stderr).toContain('spoolship clusters: warning: SPOOLSHIP_BATCH_LINGER_MS names no config key');
+    expect(clusters.code).not.toBe(2);
   });
 
   it('status, queue and dead-letter list warn about a SPOOLSHIP_* variable that names no key (a misspelt state dir must not pass unseen)', async () => {

@@ -133,6 +133,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     throw new UsageError(`clusters ${verb} changes production traffic; stdin is not a terminal, so pass --yes to apply (or --dry-run to only see the plan)`);
   }
   const target = resolveTarget({ org: flags.org, token: flags.token, baseUrl: flags['base-url'], configFile: flags.config }, io.env, io.cwd);
+  for (const w of target.warnings) io.stderr.write(`spoolship clusters: warning: ${w}\n`);
   const client = new ClusterClient({ ...target, timeoutMs, route: proxyRoute(target.proxy, io.env, target.baseUrl) });
   try {
     if (!intent) return await show(verb, client, target.org, Boolean(flags.json), io);

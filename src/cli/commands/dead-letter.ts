@@ -1,7 +1,7 @@
 // `spoolship dead-letter list|replay|purge [-c FILE] [--datasource DS] [--reason R] [--json]`:
 // inspect the dead-letter store, and resend its lines once the cause is fixed
 // (the replay sequence and its crash safety: src/deadletter/replay.ts).
-import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
+import { loadConfig, NETWORK_KEYS, ONE_SHOT_UNUSED_KEYS } from '../../config/index.js';
 import { askControl } from '../../control/client.js';
 import type { Config } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
@@ -75,14 +75,14 @@ const command: Command = {
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'; see 'spoolship dead-letter --help'`);
     const filter = parseFilter(values.datasource, values.reason);
-    // list and purge never use the token (replay does), and the config's
+    // list and purge never use the API nor its token (replay does), and the config's
     // warnings concern run (but a SPOOLSHIP_* variable that names no key may be
     // a misspelt state dir).
     const { config, envWarnings } = loadConfig({
       file: values.config ?? null,
       env: io.env,
       cwd: io.cwd,
-      unusedKeys: verb === 'replay' ? [] : TOKEN_KEYS,
+      unusedKeys: verb === 'replay' ? ONE_SHOT_UNUSED_KEYS : NETWORK_KEYS,
       tokenRequired: verb === 'replay',
       onWarning: verb === 'replay' ? (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`) : undefined,
     });

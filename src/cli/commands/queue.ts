@@ -8,7 +8,7 @@
 // the state lock): every batch there is `queued`.
 import path from 'node:path';
 import { decodeBody } from '../../codec/index.js';
-import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
+import { loadConfig, NETWORK_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
@@ -84,7 +84,7 @@ const command: Command = {
     const parsedIds = ids.map(Number);
     // The queue commands never use the token, and the config's warnings concern
     // run (but a SPOOLSHIP_* variable that names no key may be a misspelt state dir).
-    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
     for (const w of envWarnings) io.stderr.write(`spoolship queue: warning: ${w}\n`);
     const json = values.json === true;
     const req: ControlRequest = verb === 'list' ? { op: 'queue_list', datasource: values.datasource } : { op: 'queue_dead_letter', ids: parsedIds, datasource: values.datasource };

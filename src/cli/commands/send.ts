@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbedded } from '../../emulator/embedded.js';
-import { apiBaseUrl, loadConfig } from '../../config/index.js';
+import { apiBaseUrl, loadConfig, ONE_SHOT_UNUSED_KEYS } from '../../config/index.js';
 import { DeadLetterStore, deadLetterDir } from '../../deadletter/store.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { createLogger } from '../../log.js';
@@ -77,7 +77,8 @@ const command: Command = {
     if (!ds) throw new UsageError("missing -d DATASOURCE; see 'spoolship send --help'");
     if (!DATASOURCE_NAME.test(ds)) throw new UsageError(`-d ${JSON.stringify(ds)}: a Data Source name is letters, digits and _ , not starting with a digit`);
     const inputs = inputsFrom(positionals, io);
-    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true });
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true, unusedKeys: ONE_SHOT_UNUSED_KEYS });
+    for (const w of loaded.envWarnings) io.stderr.write(`spoolship send: warning: ${w}\n`);
     const c = loaded.config;
     const log = createLogger({ ...c.log, level: 'warn' }, io.stderr);
     let baseUrl = apiBaseUrl(c);

@@ -1,7 +1,7 @@
 // `spoolship status [-c FILE] [--json] [--watch]`: progress per Data Source
 // and per file, from the running agent's /status, or from the state_dir when
 // the agent is down or has no admin endpoint (src/report/collect.ts).
-import { loadConfig, TOKEN_KEYS } from '../../config/index.js';
+import { loadConfig, NETWORK_KEYS } from '../../config/index.js';
 import { EXIT_OK, SpoolshipError } from '../../errors.js';
 import { collectStatus } from '../../report/collect.js';
 import { renderStatus } from '../../report/render.js';
@@ -46,9 +46,9 @@ const command: Command = {
       json: { type: 'boolean' },
       watch: { type: 'boolean' },
     });
-    // status never uses the token, and the config's warnings concern run (but a
+    // status never uses the API (nor its token), and the config's warnings concern run (but a
     // SPOOLSHIP_* variable that names no key may be a misspelt state dir).
-    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: TOKEN_KEYS });
+    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
     for (const w of envWarnings) io.stderr.write(`spoolship status: warning: ${w}\n`);
     const frame = async (): Promise<string> => {
       const report = await collectStatus(config);
