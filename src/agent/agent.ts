@@ -570,7 +570,7 @@ export class Agent {
     if (this.fatalSeen || this.destroying || err instanceof DestroyedError) return;
     this.fatalSeen = true;
     const loss = err instanceof StateDirLostError ? { what: err.loss.what, how: err.loss.how, path: err.loss.path } : {};
-    this.deps.log.fatal({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
+    this.deps.log.error({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
     (this.deps.onFatal ?? ((e) => { throw e; }))(err);
   }
 

@@ -152,7 +152,7 @@ class Daemon {
       // (bounded: Agent.destroy), then exit 1; the next start recovers from
       // what is on disk.
       await this.agent.destroy(this.fatalError);
-      this.log.fatal({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
+      this.log.error({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
       return EXIT_FAILURE;
     }
     await this.agent.close();
