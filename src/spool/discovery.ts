@@ -180,8 +180,11 @@ export class Discovery {
     if (t.detached) t.reattach();
     if (t.path !== p) this.rotation.moved(t, p);
     const changed = st.size !== t.lastSize || st.mtimeMs !== t.lastMtimeMs;
+    // A descriptor held since before pins the inode: other first bytes there
+    // are a truncation written past the old offset (copytruncate), not a new file.
+    const held = t.fh !== null;
     if (st.size < t.readOffset) await this.rotation.restart(t, st.size, 'truncated');
-    else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) await this.rotation.restart(t, st.size, 'replaced');
+    else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) await this.rotation.restart(t, st.size, held ? 'truncated' : 'replaced');
     else if (st.size > t.readOffset && !t.fh) await t.ensureOpen();
     t.sawStat(st);
   }

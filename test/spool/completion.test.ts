@@ -83,3 +83,22 @@ describe('on_complete: delete, renamed out of the patterns', () => {
     expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"old":1}\n{"new":1}\n');
   });
 });
+
+describe('copytruncate with a rewrite longer than what was read', () => {
+  it('is counted as a truncation (the descriptor held proves the same file), and the new content is read from 0', async () => {
+    const truncated: string[] = [];
+    const discovered: string[] = [];
+    const s = await setup({ onTruncated: (_ds, p) => truncated.push(p), onDiscovered: (_ds, p) => discovered.push(p) });
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"a":1}\n{"a":2}\n{"a":3}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    // Truncated and written again before the next scan: already past the old offset.
+    await writeFile(app, '{"b":"a longer line than before"}\n{"b":"and another one, longer still"}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    expect(truncated).toEqual([app]);
+    expect(discovered).toEqual([app]);
+    expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"a":1}\n{"a":2}\n{"a":3}\n{"b":"a longer line than before"}\n{"b":"and another one, longer still"}\n');
+  });
+});
