@@ -114,8 +114,8 @@ function sourceRoute(
     fine = false;
   }
   const name = textOf(entry.datasource);
-  if (typeof name !== 'string' || !DATASOURCE_RE.test(name)) {
-    report(`${at}.datasource`, plain(entry.datasource), 'must be a Data Source name: letters, digits and _, not starting with a digit');
+  if (typeof name !== 'string' || !DATASOURCE_RE.test(name) || name.length > 255) {
+    report(`${at}.datasource`, plain(entry.datasource), 'must be a Data Source name: letters, digits and _, not starting with a digit, at most 255 characters');
     fine = false;
   }
   // A single glob is accepted as a one-element list.

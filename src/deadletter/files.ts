@@ -1,5 +1,6 @@
 // Reading the dead-letter store for `dead-letter list|replay` (layout in
-// store.ts): `<ds>.ndjson`, plus `<ds>.ndjson.replaying`, the file a replay
+// store.ts): `<ds>.ndjson` (a name over 200 characters cut: stemOf), plus
+// `<ds>.ndjson.replaying`, the file a replay
 // took away (replay.ts); one left by a crashed replay still holds records,
 // so it is listed and replayed like the live file.
 //
@@ -13,6 +14,7 @@
 // covers the line up to `,"crc32":` with the closing `}`. A line whose CRC
 // does not match is unreadable (listed as such, never replayed). Version 1
 // lines (no `v`, no CRC) are read as they are.
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -56,12 +58,26 @@ export interface Filter {
   reason?: string;
 }
 
+/** Names up to this many characters are their file's name as they are; a file name holds at most 255 bytes. */
+const LONG_NAME_CHARS = 200;
+
+/**
+ * The file name's stem for a Data Source: its name, or for a name longer
+ * than LONG_NAME_CHARS (up to 255 are valid) its first LONG_NAME_CHARS, a
+ * dot and 16 hex of its SHA-256, as the emulator names its files. A Data
+ * Source name has no dot, so the two forms never meet.
+ */
+export function stemOf(ds: string): string {
+  if (ds.length <= LONG_NAME_CHARS) return ds;
+  return `${ds.slice(0, LONG_NAME_CHARS)}.${createHash('sha256').update(ds).digest('hex').slice(0, 16)}`;
+}
+
 export function liveFile(dir: string, ds: string): string {
-  return path.join(dir, `${ds}.ndjson`);
+  return path.join(dir, `${stemOf(ds)}.ndjson`);
 }
 
 export function replayingFile(dir: string, ds: string): string {
-  return path.join(dir, `${ds}${REPLAYING_SUFFIX}`);
+  return path.join(dir, `${stemOf(ds)}${REPLAYING_SUFFIX}`);
 }
 
 export async function listDeadLetterFiles(dir: string, datasource?: string): Promise<DeadLetterFile[]> {
@@ -76,11 +92,20 @@ export async function listDeadLetterFiles(dir: string, datasource?: string): Pro
   for (const name of names.sort()) {
     const replaying = name.endsWith(REPLAYING_SUFFIX);
     if (!replaying && !name.endsWith('.ndjson')) continue;
-    const ds = name.slice(0, name.length - (replaying ? REPLAYING_SUFFIX.length : '.ndjson'.length));
-    if (ds === '' || (datasource !== undefined && ds !== datasource)) continue;
-    out.push({ ds, path: path.join(dir, name), replaying });
+    const stem = name.slice(0, name.length - (replaying ? REPLAYING_SUFFIX.length : '.ndjson'.length));
+    if (stem === '' || (datasource !== undefined && stem !== stemOf(datasource))) continue;
+    const file = path.join(dir, name);
+    // A long name's file holds it in its records (the stem is cut).
+    const ds = datasource ?? (stem.includes('.') ? ((await datasourceIn(file)) ?? stem) : stem);
+    out.push({ ds, path: file, replaying });
   }
   return out;
+}
+
+/** The Data Source of the first readable record of a file, if any. */
+async function datasourceIn(file: string): Promise<string | null> {
+  for await (const e of streamEntries(file)) if (e.rec) return e.rec.datasource;
+  return null;
 }
 
 export function parseEntries(text: string): Entry[] {

@@ -11,7 +11,7 @@
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { encodeRecord, type DeadLetterReason, type DeadLetterRecord } from './files.js';
+import { encodeRecord, liveFile, type DeadLetterReason, type DeadLetterRecord } from './files.js';
 import type { LongLived } from '../util/lifecycle.js';
 
 export type { DeadLetterReason, DeadLetterRecord } from './files.js';
@@ -167,7 +167,7 @@ export class DeadLetterStore implements LongLived {
       }
       for (const [ds, list] of byDs) {
         try {
-          const fh = await fsp.open(path.join(this.dir, `${ds}.ndjson`), 'a');
+          const fh = await fsp.open(liveFile(this.dir, ds), 'a');
           const before = (await fh.stat()).size;
           try {
             await fh.writeFile(list.map((p) => p.text).join(''));

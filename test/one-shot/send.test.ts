@@ -152,3 +152,26 @@ describe('spoolship send', () => {
     expect(emu.requests()).toEqual([]);
   });
 });
+
+describe('Data Source names up to 255 characters (SPEC section 2)', () => {
+  it('a 255-character name dead-letters into a file the file system takes, and dead-letter list and purge find it; 256 characters is exit 2', async () => {
+    const { dir, emu } = await setup();
+    const long = `d${'x'.repeat(254)}`;
+    const env = { SPOOLSHIP_VALIDATE: 'json' };
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', long, '-'], { cwd: dir, stdin: `${lines(3).join('\n')}\nnot json\n`, env });
+    // One line dead-lettered: exit 1, the summary, no stack trace (it was ENAMETOOLONG).
+    expect({ code: r.code, trace: /ENAMETOOLONG|\n\s+at /.test(r.stderr) }).toEqual({ code: 1, trace: false });
+    expect(emu.stats().rows[long]).toBe(3);
+    const list = await run(['dead-letter', 'list', '-c', 'cfg.yaml', '--json'], { cwd: dir });
+    expect(list.code).toBe(0);
+    expect(list.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { datasource: string; reason: string }))).toEqual([expect.objectContaining({ datasource: long, reason: 'invalid_json' })]);
+    const only = await run(['dead-letter', 'list', '-c', 'cfg.yaml', '--json', '--datasource', long], { cwd: dir });
+    expect(only.stdout.trim().split('\n')).toHaveLength(1);
+    const purge = await run(['dead-letter', 'purge', '-c', 'cfg.yaml', '--yes', '--datasource', long], { cwd: dir });
+    expect(purge.code).toBe(0);
+    expect((await run(['dead-letter', 'list', '-c', 'cfg.yaml', '--json'], { cwd: dir })).stdout.trim()).toBe('');
+    const tooLong = await run(['send', '-c', 'cfg.yaml', '-d', `${long}y`, '-'], { cwd: dir, stdin: `${lines(1).join('\n')}\n` });
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toContain('at most 255 characters');
+  });
+});

@@ -8,7 +8,7 @@ import { createLogger } from '../../log.js';
 import { EMBEDDED_NETWORK, readNetworkSetup } from '../../net/setup.js';
 import { runSend, type SendInput, type SendSummary } from '../../one-shot/send.js';
 import { ProgressDisplay } from '../../one-shot/progress.js';
-import { DATASOURCE_NAME } from '../../spool/routes.js';
+import { isDataSourceName } from '../../spool/routes.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship send -d DATASOURCE [FILE... | -] [-c FILE] [--json]
@@ -75,7 +75,7 @@ const command: Command = {
     );
     const ds = values.datasource;
     if (!ds) throw new UsageError("missing -d DATASOURCE; see 'spoolship send --help'");
-    if (!DATASOURCE_NAME.test(ds)) throw new UsageError(`-d ${JSON.stringify(ds)}: a Data Source name is letters, digits and _ , not starting with a digit`);
+    if (!isDataSourceName(ds)) throw new UsageError(`-d ${JSON.stringify(ds)}: a Data Source name is letters, digits and _ , not starting with a digit, at most 255 characters`);
     const inputs = inputsFrom(positionals, io);
     const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, tokenRequired: true, unusedKeys: ONE_SHOT_UNUSED_KEYS });
     for (const w of loaded.envWarnings) io.stderr.write(`spoolship send: warning: ${w}\n`);
