@@ -5,6 +5,7 @@ import type http from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { ConfigError } from '../errors.js';
 import type { LongLived } from '../util/lifecycle.js';
 
 // node:http by require, not import: on Node >= 22 the module's ES facade
@@ -93,5 +94,49 @@ export class AdminServer implements LongLived {
   /** Open connections are cut either way (a scrape is not worth waiting for). */
   destroy(): Promise<void> {
     return this.close();
+  }
+}
+
+/**
+ * admin.listen, bound: its address. A taken address is a config error
+ * naming the key (nothing else has been created yet).
+ */
+export async function listenAdmin(server: AdminServer, listen: string): Promise<string> {
+  try {
+    return await server.start(listen);
+  } catch (err) {
+    await server.close().catch(() => undefined);
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError([
+      {
+        path: 'admin.listen',
+        value: listen,
+        why: `cannot listen there (${code}${code === 'EADDRINUSE' ? ': another process, maybe another spoolship, uses it' : ''}); choose another host:port, or "" to disable the admin endpoints`,
+      },
+    ]);
+  }
+}
+
+/**
+ * The admin server of a process whose agent a SIGHUP reload rebuilds
+ * (cli/commands/run.ts): one address for the life of the process (SPEC:
+ * admin.listen needs a restart), through which each agent serves in turn.
+ */
+export class SharedAdmin {
+  readonly server: AdminServer;
+  url: string | null = null;
+  private current: Omit<AdminSources, 'registry'> = { readiness: () => ({ ready: false, reasons: ['starting'] }), status: () => null };
+
+  constructor(registry: Registry) {
+    this.server = new AdminServer({ registry, readiness: () => this.current.readiness(), status: () => this.current.status() });
+  }
+
+  async listen(listen: string): Promise<void> {
+    this.url = await listenAdmin(this.server, listen);
+  }
+
+  /** From now on /readyz and /status are this agent's. */
+  serve(src: Omit<AdminSources, 'registry'>): void {
+    this.current = src;
   }
 }

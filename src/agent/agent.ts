@@ -14,12 +14,12 @@ import { createCodec, type Codec } from '../codec/index.js';
 import type { Config } from '../config/types.js';
 import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
-import { ConfigError, StateDirLostError, StateLayoutError } from '../errors.js';
+import { StateDirLostError, StateLayoutError } from '../errors.js';
 import { DestroyedError } from '../util/lifecycle.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
-import { AdminServer, type Readiness } from '../admin/server.js';
+import { AdminServer, listenAdmin, type Readiness, type SharedAdmin } from '../admin/server.js';
 import type { EventsClient } from '../sender/http-client.js';
 import { createSender } from '../sender/engine.js';
 import { inFlightCeiling } from '../sender/from-config.js';
@@ -86,6 +86,8 @@ export interface AgentDeps {
   env?: NodeJS.ProcessEnv;
   /** Aborted by a stop: a start waiting out a full or read-only state_dir ends with StartStoppedError. */
   startSignal?: AbortSignal;
+  /** The process's admin server, kept across SIGHUP reloads: the agent serves through it instead of listening on admin.listen itself. */
+  admin?: SharedAdmin;
 }
 
 export class Agent {
@@ -156,6 +158,10 @@ export class Agent {
     for (const s of config.spool.sources) this.metrics.knowDataSource(s.datasource);
     this.metrics.learnedMaxBodyBytes.set(config.batch.max_bytes);
     this.metrics.compressionThreads.set(this.threads.threads);
+    if (deps.admin && config.admin.listen !== '') {
+      this.adminUrl = deps.admin.url;
+      deps.admin.serve({ readiness: () => this.readyz(), status: () => (this.started ? this.status() : null) });
+    }
     this.api = new ApiConnection(config, {
       log: deps.log,
       metrics: this.metrics,
@@ -424,30 +430,18 @@ export class Agent {
     });
   }
 
-  /** /metrics, /healthz, /readyz and /status on admin.listen ("" = none); a taken address is a config error. */
+  /** /metrics, /healthz, /readyz and /status on admin.listen ("" = none), unless the process serves them (deps.admin); a taken address is a config error. */
   private async startAdmin(): Promise<void> {
     const { config: c, metrics } = this;
-    if (c.admin.listen === '') return;
+    if (c.admin.listen === '' || this.deps.admin) return;
     // Until the parts are built (the address is taken before the state): not ready, no status.
     this.admin = new AdminServer({
       registry: metrics.registry,
       readiness: () => this.readyz(),
       status: () => (this.started ? this.status() : null),
     });
-    try {
-      this.adminUrl = await this.admin.start(c.admin.listen);
-      this.parts.add('admin server', this.admin);
-    } catch (err) {
-      await this.admin.close().catch(() => undefined);
-      const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new ConfigError([
-        {
-          path: 'admin.listen',
-          value: c.admin.listen,
-          why: `cannot listen there (${code}${code === 'EADDRINUSE' ? ': another process, maybe another spoolship, uses it' : ''}); choose another host:port, or "" to disable the admin endpoints`,
-        },
-      ]);
-    }
+    this.adminUrl = await listenAdmin(this.admin, c.admin.listen);
+    this.parts.add('admin server', this.admin);
   }
 
   /** The control channel for `spoolship queue list|dead-letter` (src/control/). */

@@ -119,6 +119,33 @@ describe('spoolship run (process)', () => {
     expect(after.every((r) => r.contentEncoding === 'gzip')).toBe(true);
   });
 
+  it('SIGHUP with a changed config keeps the admin address (admin.listen needs a restart): port 0 is not bound again elsewhere', async () => {
+    const { dir, cfg } = await setup();
+    const cfgFile = path.join(dir, 'cfg.yaml');
+    const listenAny = async (extra = '') => {
+      await cfg(extra);
+      await writeFile(cfgFile, readFileSync(cfgFile, 'utf8').replace('listen: ""', 'listen: 127.0.0.1:0'));
+    };
+    await listenAny();
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 100));
+    const a = startRun(dir);
+    const first = await until(() => a.logs.find((l) => l.event === 'started'), 'the start');
+    const admin = String(first.admin);
+    expect(admin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await until(() => rowsOf(dir).length === 100, 'first rows');
+    await listenAny('compression:\n  codec: gzip\n');
+    a.child.kill('SIGHUP');
+    const second = await until(() => a.logs.filter((l) => l.event === 'started')[1], 'the restarted pipeline');
+    expect(second.admin).toBe(admin);
+    const ready = await fetch(`${admin}/readyz`);
+    expect(ready.status).toBe(200);
+    // The same registry: the lines read before the reload are still counted.
+    const metrics = await (await fetch(`${admin}/metrics`)).text();
+    expect(metrics).toMatch(/spoolship_lines_read_total\{datasource="ev"\} 100\b/);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
   it('a second run on the same state_dir exits 2 naming the process that holds it', async () => {
     const { dir } = await setup();
     const a = startRun(dir);

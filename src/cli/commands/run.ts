@@ -6,6 +6,7 @@ import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { createMetrics } from '../../metrics/metrics.js';
+import { SharedAdmin } from '../../admin/server.js';
 import { armCrashPoint } from '../../util/crashpoint.js';
 import { memorySettingsApplied, ownHeapGrowth, reexecForRun } from '../memory.js';
 import { compressionThreads, threadpoolSize } from '../../codec/threads.js';
@@ -73,9 +74,21 @@ class Daemon {
   /** One registry for the process: a reload is not a restart, so no counter goes down (each agent binds to it). */
   private readonly metrics = createMetrics();
 
+  /** admin.listen, bound once for the process: a reload's new agent serves on the same address (SPEC: it needs a restart). */
+  private admin: SharedAdmin | null = null;
+
   async start(): Promise<void> {
-    this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
-    await this.started;
+    try {
+      if (this.loaded.config.admin.listen !== '') {
+        this.admin = new SharedAdmin(this.metrics.registry);
+        await this.admin.listen(this.loaded.config.admin.listen);
+      }
+      this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
+      await this.started;
+    } catch (err) {
+      await this.admin?.server.close();
+      throw err;
+    }
   }
 
   private startAgent(config: Readonly<Config>): Promise<Agent> {
@@ -86,6 +99,7 @@ class Daemon {
       heapGrowth: this.heapGrowth ?? undefined,
       bodyDrops: this.scavenger,
       startSignal: this.stopping.signal,
+      admin: this.admin ?? undefined,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
@@ -152,10 +166,12 @@ class Daemon {
       // (bounded: Agent.destroy), then exit 1; the next start recovers from
       // what is on disk.
       await this.agent.destroy(this.fatalError);
+      await this.admin?.server.close();
       this.log.error({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
       return EXIT_FAILURE;
     }
     await this.agent.close();
+    await this.admin?.server.close();
     return EXIT_OK;
   }
 }
