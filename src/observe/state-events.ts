@@ -46,11 +46,18 @@ export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: numbe
   };
 }
 
-/** A torn or corrupt queue record: counted, logged, and `readAgain` looks for its lines in the spool. */
-export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void): (what: string) => void {
-  return (what) => {
-    metrics.queueCorrupt.inc();
-    log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a torn or corrupt record; its lines are read again from the spool when unchanged');
+/**
+ * A corrupt queue record: counted, logged, and `readAgain` looks for its
+ * lines in the spool. A torn tail (a crash during the write) is cut quietly
+ * (SPEC section 3): INFO, not counted; its lines are looked for the same way.
+ */
+export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void): (what: string, torn?: boolean) => void {
+  return (what, torn = false) => {
+    if (torn) log.info({ event: 'queue_torn_tail', what }, 'retry queue: cut a record torn by a crash; its lines are read again from the spool when unchanged');
+    else {
+      metrics.queueCorrupt.inc();
+      log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a corrupt record; its lines are read again from the spool when unchanged');
+    }
     readAgain();
   };
 }

@@ -67,12 +67,12 @@ export class RetryQueue implements LongLived {
   private constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
-    private readonly onCorrupt: (what: string) => void,
+    private readonly onCorrupt: (what: string, torn?: boolean) => void,
     private readonly segmentBytes: number,
   ) {}
 
   /** `segmentBytes`: SEGMENT_BYTES (tests make it small, to cycle segments). */
-  static async open(dir: string, maxBytes: number, onCorrupt: (what: string) => void, segmentBytes = SEGMENT_BYTES): Promise<RetryQueue> {
+  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, segmentBytes = SEGMENT_BYTES): Promise<RetryQueue> {
     const q = new RetryQueue(dir, maxBytes, onCorrupt, segmentBytes);
     await q.load();
     return q;

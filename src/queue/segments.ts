@@ -61,7 +61,7 @@ export async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): P
  * read), mark the records `acked` names, report damaged records and cut torn
  * tails. `last`: the last segment and where its records end.
  */
-export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: (what: string) => void) {
+export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: (what: string, torn?: boolean) => void) {
   const entries: Entry[] = [];
   const segBytes = new Map<number, number>();
   let liveBytes = 0;
@@ -83,7 +83,7 @@ export async function indexSegments(dir: string, acked: ReadonlySet<string>, onC
         }
       }
       if (index.end < size) {
-        onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`);
+        onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`, true);
         await fh.truncate(index.end);
         await fh.sync();
       }
