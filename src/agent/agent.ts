@@ -483,13 +483,15 @@ export class Agent {
     return this.store.metaOf(key)?.path ?? this.spooler?.pathOf(key);
   }
 
-  /** Every tick: batches that lingered long enough close, queue gauges, counted log events and a 413 episode's end, the checkpoint when due. */
+  /** Every tick: batches that lingered long enough close, queue gauges, counted log events and a 413 episode's end, the checkpoint when due, the learned limit's gauge. */
   private tick(): void {
     this.linger.tick();
     this.queueReport.update();
     this.counts.flush();
     this.senderEvents.tick();
     this.acker.tick();
+    // The learned 413 limit's growth shows in its gauge also while no batch asks for it.
+    this.sender.capFor();
     this.deps.heapGrowth?.update(Math.max(this.spooler.trackedCount, this.store.fileCount));
   }
 

@@ -31,8 +31,12 @@ export interface LearnedLimitOptions {
 
 export class LearnedLimit {
   private learned: { bytes: number; since: number } | null = null;
+  /** The limit last told to onChange. */
+  private told: number;
 
-  constructor(private readonly o: LearnedLimitOptions) {}
+  constructor(private readonly o: LearnedLimitOptions) {
+    this.told = o.maxBytes;
+  }
 
   /**
    * Size cap for new batches: max_bytes, or lower after a 413; it grows back
@@ -43,10 +47,19 @@ export class LearnedLimit {
     if (!l) return this.o.maxBytes;
     const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
     const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
-    if (bytes < this.o.maxBytes) return bytes;
+    if (bytes < this.o.maxBytes) {
+      // Each step of the growth is told once (the gauge follows it).
+      if (bytes !== this.told) this.tell(bytes);
+      return bytes;
+    }
     this.learned = null;
-    this.o.onChange(this.o.maxBytes);
+    this.tell(this.o.maxBytes);
     return this.o.maxBytes;
+  }
+
+  private tell(bytes: number): void {
+    this.told = bytes;
+    this.o.onChange(bytes);
   }
 
   /**
@@ -68,7 +81,7 @@ export class LearnedLimit {
     const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
     this.learned = { bytes, since: this.o.clock.now() };
     this.o.onLower();
-    this.o.onChange(bytes);
+    this.tell(bytes);
   }
 
 }

@@ -65,10 +65,11 @@ describe('LearnedLimit', () => {
     // 1.1^8 = 2.14: max_bytes is reached within 8 periods of the 413.
     clock.advance(6 * LEARNED_GROWTH_PERIOD_MS);
     expect(l.capFor()).toBe(200_000);
-    expect(changes).toEqual([100_000, 200_000]);
+    // Each step is told (the gauge spoolship_learned_max_body_bytes follows the growth), once.
+    expect(changes).toEqual([100_000, 110_000, Math.floor(100_000 * 1.1 ** 2), 200_000]);
     clock.advance(10 * LEARNED_GROWTH_PERIOD_MS);
     expect(l.capFor()).toBe(200_000);
-    expect(changes, 'max_bytes again is reported once').toEqual([100_000, 200_000]);
+    expect(changes, 'max_bytes again is reported once').toEqual([100_000, 110_000, Math.floor(100_000 * 1.1 ** 2), 200_000]);
   });
 
   it('a new 413 restarts the growth from half its body', () => {
