@@ -156,7 +156,8 @@ export function classify(outcome: SendOutcome, ctx: ClassifyContext): Verdict {
       const ra = parseRetryAfter(outcome.retryAfter, ctx.now);
       const reset = parseRateLimitReset(outcome.rateLimitReset, ctx.now);
       const wait = typeof ra === 'number' ? ra : typeof reset === 'number' ? reset : null;
-      const ignoredWait = wait !== null ? null : ra === 'invalid' ? `Retry-After: ${outcome.retryAfter}` : reset === 'invalid' ? `X-RateLimit-Reset: ${outcome.rateLimitReset}` : null;
+      // An unusable Retry-After is flagged also when X-RateLimit-Reset gives the wait.
+      const ignoredWait = ra === 'invalid' ? `Retry-After: ${outcome.retryAfter}` : wait === null && reset === 'invalid' ? `X-RateLimit-Reset: ${outcome.rateLimitReset}` : null;
       return { kind: 'retry', afterMs: wait ?? backoff(), reason: '429', pauseBudget: true, ignoredWait };
     }
     case 408:

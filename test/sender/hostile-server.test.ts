@@ -257,6 +257,12 @@ describe('Retry-After and X-RateLimit-Reset are bounded', () => {
     expect(parseRateLimitReset(value, now)).toBe(expected);
   });
 
+  it('a 429 with an unusable Retry-After and a usable X-RateLimit-Reset waits for the reset, and flags the Retry-After for the WARN', () => {
+    const answer = { kind: 'response', status: 429, retryAfter: '-5', rateLimitReset: '3', location: null, contentType: null, body: '', bodyTruncated: false } as const;
+    const v = classify(answer, { attempt: 0, afterGoaway: false, http2: false, wait: true, now: 0, backoff: { initialMs: 1000, maxMs: 1000, multiplier: 2 }, random: () => 0.5 });
+    expect(v).toEqual({ kind: 'retry', afterMs: 3000, reason: '429', pauseBudget: true, ignoredWait: 'Retry-After: -5' });
+  });
+
   it('a 503 (or another 5xx) with a Retry-After waits for it, not for the backoff (Retry-After always wins), and pauses the budget; an absurd one backs off', async () => {
     const s = await scripted([
       { status: 503, headers: { 'retry-after': '3' } },
