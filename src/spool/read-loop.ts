@@ -68,8 +68,9 @@ export class ReadLoop {
       // lastSize): no read, no descriptor. A detached file is read until a
       // read finds its end.
       if (!t.detached && t.lastSize <= t.readOffset) {
-        // Over the descriptor budget, or idle for idle_ms: give it back.
-        if (t.fh && !t.pinned && (openFds > FD_BUDGET || this.idle(t))) {
+        // Over the descriptor budget, or idle for idle_ms: give it back (not
+        // while a partial last line waits: its deletion is seen through it).
+        if (t.fh && !t.pinned && (openFds > FD_BUDGET || (this.idle(t) && !t.partialLine))) {
           await t.closeFd();
           openFds--;
         }
@@ -143,8 +144,11 @@ export class ReadLoop {
       if (t.fh && t.deleted) await this.finishDetached(t);
       return;
     }
-    if (this.idle(t) && t.fh && !t.pinned) {
+    if (this.idle(t) && t.fh && !t.pinned && !t.partialLine) {
       // Idle: give the descriptor back; the rescan reopens the file when it grows.
+      // A file ending in a partial line keeps it (within the descriptor
+      // budget): deleted, the fstat through it says so, and the remainder
+      // goes at once (SPEC section 3), not after forget_after_ms.
       await t.closeFd();
     }
   }

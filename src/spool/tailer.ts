@@ -255,6 +255,11 @@ export class FileTailer implements TrackedFileRef {
     return this.carry.length;
   }
 
+  /** The file ends in a partial line (bytes after its last newline). */
+  get partialLine(): boolean {
+    return this.carriedBytes > 0;
+  }
+
   /** A long partial line is pending: its bytes are read back through this descriptor, so keep it open. */
   get pinned(): boolean {
     return this.carriedBytes > this.carry.length;

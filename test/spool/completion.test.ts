@@ -2,7 +2,7 @@
 // committed, not modified for idle_ms, and superseded. A file idle for
 // idle_ms that got one more line, while a newer file appeared beside it,
 // was deleted by the scan that saw both, before that line was read: lost.
-import { appendFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -100,5 +100,22 @@ describe('copytruncate with a rewrite longer than what was read', () => {
     expect(truncated).toEqual([app]);
     expect(discovered).toEqual([app]);
     expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"a":1}\n{"a":2}\n{"a":3}\n{"b":"a longer line than before"}\n{"b":"and another one, longer still"}\n');
+  });
+});
+
+describe('a deleted file ending in a partial line (SPEC section 3: the remainder is sent as one whole line)', () => {
+  it('keeps its descriptor while idle, so the deletion is seen and the remainder sent at once, not after forget_after_ms', async () => {
+    const clock = new ManualClock();
+    const s = await setup({}, { clock, idleMs: IDLE_MS, forgetAfterMs: 600_000 });
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"a":1}\n{"b":2}');
+    await s.spooler.scan();
+    await s.readAll();
+    clock.advance(3 * IDLE_MS);
+    await s.internals.readRound();
+    await rm(app);
+    await s.spooler.scan();
+    await s.readAll();
+    expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"a":1}\n{"b":2}\n');
   });
 });
