@@ -34,6 +34,8 @@ export const ODD_ANSWER_KINDS = Object.keys({ counts_mismatch: 1, empty_body: 1,
 
 /** spoolship_lines_lost_total's reasons: queue_corrupt and file_gone (recovery/resend.ts), dead_letter_full (observe/state-events.ts). */
 export const LOST_REASONS = ['queue_corrupt', 'dead_letter_full', 'file_gone'] as const;
+/** The answers SPEC section 4's table names, and \`error\` (a network fault): spoolship_requests_total has their series from the start. */
+export const REQUEST_STATUSES = ['200', '202', '400', '401', '403', '404', '408', '413', '422', '429', '500', '502', '503', '504', 'error'] as const;
 
 export function createMetrics(sources: MetricsSources = {}) {
   const registry = new client.Registry();
@@ -170,6 +172,7 @@ export function createMetrics(sources: MetricsSources = {}) {
     for (const c of [m.linesRead, m.linesAcked, m.bytesRead, m.bytesSent, m.rowsQuarantined]) c.inc({ datasource: ds }, 0);
     for (const reason of DEAD_LETTER_REASONS) m.linesDeadLettered.inc({ datasource: ds, reason }, 0);
     for (const reason of LOST_REASONS) m.linesLost.inc({ datasource: ds, reason }, 0);
+    for (const status of REQUEST_STATUSES) m.requests.inc({ datasource: ds, status }, 0);
   }
 
   /** The gauges a (re)started agent sets again as it goes: their value at its start. */

@@ -70,7 +70,7 @@ export class ReadLoop {
       if (!t.detached && t.lastSize <= t.readOffset) {
         // Over the descriptor budget, or idle for idle_ms: give it back (not
         // while a partial last line waits: its deletion is seen through it).
-        if (t.fh && !t.pinned && (openFds > FD_BUDGET || (this.idle(t) && !t.partialLine))) {
+        if (t.fh && !t.pinned && (openFds > FD_BUDGET || (this.idle(t) && t.carriedBytes === 0))) {
           await t.closeFd();
           openFds--;
         }
@@ -144,7 +144,7 @@ export class ReadLoop {
       if (t.fh && t.deleted) await this.finishDetached(t);
       return;
     }
-    if (this.idle(t) && t.fh && !t.pinned && !t.partialLine) {
+    if (this.idle(t) && t.fh && !t.pinned && t.carriedBytes === 0) {
       // Idle: give the descriptor back; the rescan reopens the file when it grows.
       // A file ending in a partial line keeps it (within the descriptor
       // budget): deleted, the fstat through it says so, and the remainder

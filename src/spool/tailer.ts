@@ -15,9 +15,9 @@
 // its start offset only, read again from the file when its newline arrives
 // (40 files each ending in a 9 MB unfinished line once took 430 MB of RSS).
 // While such a line is pending the descriptor stays open (`pinned`), so the
-// bytes can be read back even if the file is deleted. A line longer than
-// max_line_bytes goes to the dead letters with its first max_line_bytes
-// bytes (read back at its end) and its full length.
+// bytes can be read back even if the file is deleted (read-loop.ts keeps it
+// for a short one too). A line over max_line_bytes goes to the dead letters
+// with its first max_line_bytes bytes (read back at its end) and its length.
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
@@ -253,11 +253,6 @@ export class FileTailer implements TrackedFileRef {
   /** Bytes of the incomplete last line held in memory (at most CARRY_IN_MEMORY_BYTES). */
   get heldBytes(): number {
     return this.carry.length;
-  }
-
-  /** The file ends in a partial line (bytes after its last newline). */
-  get partialLine(): boolean {
-    return this.carriedBytes > 0;
   }
 
   /** A long partial line is pending: its bytes are read back through this descriptor, so keep it open. */

@@ -148,7 +148,7 @@ describe('validation', () => {
     );
     expect(lines).toEqual([
       'spool.sources[1].extra: 1: unknown key; a source has only include and datasource',
-      'spool.sources[1].datasource: "9bad": must be a Data Source name: letters, digits and _, not starting with a digit',
+      'spool.sources[1].datasource: "9bad": must be a Data Source name: letters, digits and _, not starting with a digit, at most 255 characters',
       'spool.sources[1].include: []: must be a non-empty list of globs, e.g. ["/var/log/app/*.ndjson"]',
       'spool.sources[2]: "nope": expected a mapping { include: [glob, ...], datasource: NAME }',
     ]);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { DEAD_LETTER_REASONS } from '../../src/deadletter/files.js';
-import { LOST_REASONS, RETRY_REASONS } from '../../src/metrics/metrics.js';
+import { LOST_REASONS, REQUEST_STATUSES, RETRY_REASONS } from '../../src/metrics/metrics.js';
 import { lines, LINE_BYTES, metric, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from '../process/helpers.js';
 
 const metricsText = async (admin: string) => (await fetch(`${admin}/metrics`)).text();
@@ -33,6 +33,9 @@ function expectZeroSeries(text: string, ds: string): void {
   }
   for (const reason of DEAD_LETTER_REASONS) {
     expect(series(text, 'spoolship_lines_dead_lettered_total', { datasource: ds, reason }), `dead letters ${ds} ${reason}`).toBe(0);
+  }
+  for (const status of REQUEST_STATUSES) {
+    expect(series(text, 'spoolship_requests_total', { datasource: ds, status }), `requests ${ds} ${status}`).toBe(0);
   }
   for (const reason of LOST_REASONS) {
     expect(series(text, 'spoolship_lines_lost_total', { datasource: ds, reason }), `lost ${ds} ${reason}`).toBe(0);
