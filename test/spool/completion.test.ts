@@ -11,19 +11,24 @@ import { setup } from './helpers.js';
 
 const IDLE_MS = 1000;
 
+/** A spooler with on_complete: delete on a manual clock; commitAll records and acknowledges every closed batch, as the sender would. */
+async function deleting() {
+  const clock = new ManualClock();
+  const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+  let acked = 0;
+  const commitAll = async () => {
+    for (const b of s.closed.slice(acked)) {
+      await s.store.recordIntent(b.id, b.ds);
+      s.store.completeBatch(b.id);
+    }
+    acked = s.closed.length;
+  };
+  return { clock, s, commitAll };
+}
+
 describe('on_complete: delete', () => {
   it('keeps a superseded, idle file while it has bytes not read (and so not committed); deletes it once they are', async () => {
-    const clock = new ManualClock();
-    const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
-    let acked = 0;
-    /** Every closed batch recorded and acknowledged, as the sender would. */
-    const commitAll = async () => {
-      for (const b of s.closed.slice(acked)) {
-        await s.store.recordIntent(b.id, b.ds);
-        s.store.completeBatch(b.id);
-      }
-      acked = s.closed.length;
-    };
+    const { clock, s, commitAll } = await deleting();
     const a = path.join(s.spool, 'ev', 'a.ndjson');
     const b = path.join(s.spool, 'ev', 'b.ndjson');
     await writeFile(a, '{"a":1}\n');
@@ -53,16 +58,7 @@ describe('on_complete: delete', () => {
 
 describe('on_complete: delete, renamed out of the patterns', () => {
   it('never deletes the new file that took the old name (rename-and-create)', async () => {
-    const clock = new ManualClock();
-    const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
-    let acked = 0;
-    const commitAll = async () => {
-      for (const b of s.closed.slice(acked)) {
-        await s.store.recordIntent(b.id, b.ds);
-        s.store.completeBatch(b.id);
-      }
-      acked = s.closed.length;
-    };
+    const { clock, s, commitAll } = await deleting();
     const app = path.join(s.spool, 'ev', 'app.ndjson');
     await writeFile(app, '{"old":1}\n');
     await s.spooler.scan();
