@@ -119,8 +119,9 @@ export async function listenAdmin(server: AdminServer, listen: string): Promise<
 
 /**
  * The admin server of a process whose agent a SIGHUP reload rebuilds
- * (cli/commands/run.ts): one address for the life of the process (SPEC:
- * admin.listen needs a restart), through which each agent serves in turn.
+ * (cli/commands/run.ts): one address for the life of the process
+ * (admin.listen needs a restart: docs/configuration.md "Reloading"),
+ * through which each agent serves in turn.
  */
 export class SharedAdmin {
   readonly server: AdminServer;

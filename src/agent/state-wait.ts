@@ -1,6 +1,6 @@
 // A start on a full or read-only state_dir waits, as a running agent does
-// (SPEC section 3: ENOSPC anywhere is the disk_full state, which "resumes by
-// itself when space returns"): the state's opening (its lock, the checkpoint
+// (docs/delivery.md "A full disk is a state, not a crash": it resumes by
+// itself when space returns): the state's opening (its lock, the checkpoint
 // written at load, the journal, the dead-letter store and the disk queue) is
 // undone and tried again every STATE_RETRY_MS. Meanwhile /readyz answers
 // 503 with the reason, spoolship_parked{reason} is 1 and one ERROR

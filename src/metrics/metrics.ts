@@ -34,7 +34,7 @@ export const ODD_ANSWER_KINDS = Object.keys({ counts_mismatch: 1, empty_body: 1,
 
 /** spoolship_lines_lost_total's reasons: queue_corrupt and file_gone (recovery/resend.ts), dead_letter_full (observe/state-events.ts). */
 export const LOST_REASONS = ['queue_corrupt', 'dead_letter_full', 'file_gone'] as const;
-/** The answers SPEC section 4's table names, and \`error\` (a network fault): spoolship_requests_total has their series from the start. */
+/** The Events API's answers (docs/answers.md) and \`error\` (a network fault): spoolship_requests_total has their series from the start (docs/metrics.md). */
 export const REQUEST_STATUSES = ['200', '202', '400', '401', '403', '404', '408', '413', '422', '429', '500', '502', '503', '504', 'error'] as const;
 
 export function createMetrics(sources: MetricsSources = {}) {

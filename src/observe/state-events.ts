@@ -49,7 +49,7 @@ export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: numbe
 /**
  * A corrupt queue record: counted, logged, and `readAgain` looks for its
  * lines in the spool. A torn tail (a crash during the write) is cut quietly
- * (SPEC section 3): INFO, not counted; its lines are looked for the same way.
+ * (docs/delivery.md "Integrity of state"): INFO, not counted; its lines are looked for the same way.
  */
 export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void): (what: string, torn?: boolean) => void {
   return (what, torn = false) => {

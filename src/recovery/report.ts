@@ -14,7 +14,7 @@ export function reportRecovery(rec: Recovery, stateDir: string, log: Logger): vo
     );
   }
   if (rec.upgradedCheckpoint) log.warn({ event: 'checkpoint_upgraded', state_dir: stateDir }, 'checkpoint in the previous format (version 1, no CRC) read; it is rewritten as version 2 (an older spoolship cannot read it)');
-  // SPEC section 3: a torn tail is cut quietly (the normal trace of a kill -9), so INFO.
+  // docs/delivery.md "Integrity of state": a torn tail is cut quietly (the normal trace of a kill -9), so INFO.
   if (rec.tornJournal) log.info({ event: 'journal_torn_tail' }, 'journal had a torn tail (crash during a write); cut it off');
   // What the lost records can touch, by Data Source and spool file: at most
   // AFFECTED_SHOWN files named (a state of thousands would drown the line).

@@ -2,8 +2,8 @@
 // 400). Nothing is dropped while parked: senders wait here. Every
 // `probeIntervalMs` one request is let through as a probe; a success unparks,
 // and `wake()` (SIGHUP, token file change) lets a probe through at once.
-// While it stays parked its owner hears so once an interval (SPEC section 4:
-// "log once a minute").
+// While it stays parked its owner hears so once an interval: the log says
+// it once a minute (docs/answers.md, 401/403).
 import type { Clock } from '../util/clock.js';
 import type { Notifier } from './notifier.js';
 

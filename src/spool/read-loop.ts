@@ -148,7 +148,7 @@ export class ReadLoop {
       // Idle: give the descriptor back; the rescan reopens the file when it grows.
       // A file ending in a partial line keeps it (within the descriptor
       // budget): deleted, the fstat through it says so, and the remainder
-      // goes at once (SPEC section 3), not after forget_after_ms.
+      // goes at once (docs/spool.md), not after forget_after_ms.
       await t.closeFd();
     }
   }

@@ -74,7 +74,7 @@ class Daemon {
   /** One registry for the process: a reload is not a restart, so no counter goes down (each agent binds to it). */
   private readonly metrics = createMetrics();
 
-  /** admin.listen, bound once for the process: a reload's new agent serves on the same address (SPEC: it needs a restart). */
+  /** admin.listen, bound once for the process: a reload's new agent serves on the same address (docs/configuration.md "Reloading": it needs a restart). */
   private admin: SharedAdmin | null = null;
 
   async start(): Promise<void> {
