@@ -11,7 +11,6 @@
 // | SPOOLSHIP_ERR_API                 | 1    | any other unexpected API answer (status + body)      |
 // | SPOOLSHIP_ERR_PRECONDITION        | 1    | cluster operation refused (busy, cannot scale, ...)  |
 // | SPOOLSHIP_ERR_FATAL_IO            | 1    | an fsync/IO error that is not ENOSPC: restart recovers |
-// | SPOOLSHIP_ERR_STATE_DISK_FULL     | 1    | state_dir's file system is full while the agent starts |
 // | SPOOLSHIP_ERR_STATE_CORRUPT       | 1    | no readable checkpoint (both copies fail their check)  |
 // | SPOOLSHIP_ERR_STATE_DIR_LOST      | 1    | state_dir or its lock file was removed or replaced while running |
 // | SPOOLSHIP_ERR_STATE_DIR_UNSAFE    | 2    | state_dir is another user's, or writable by others and not ours to tighten |

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
 import { isPlainObject, plain, valueOf } from './raw.js';
 import { closest } from './suggest.js';
+import { isDataSourceName } from '../spool/routes.js';
 
 export function baseUrl(s: string): Parsed<string> {
   if (s === 'embedded') return ok(s);
@@ -72,7 +73,6 @@ export interface SourceRoute {
   datasource: string;
 }
 
-const DATASOURCE_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SOURCE_KEYS = ['include', 'datasource'];
 
 type Report = (at: string, value: unknown, why: string) => void;
@@ -114,7 +114,7 @@ function sourceRoute(
     fine = false;
   }
   const name = textOf(entry.datasource);
-  if (typeof name !== 'string' || !DATASOURCE_RE.test(name) || name.length > 255) {
+  if (typeof name !== 'string' || !isDataSourceName(name)) {
     report(`${at}.datasource`, plain(entry.datasource), 'must be a Data Source name: letters, digits and _, not starting with a digit, at most 255 characters');
     fine = false;
   }

@@ -1,6 +1,6 @@
 // The configuration system's public surface. Nothing below src/config reads
 // process.env: callers pass `env` in, and get a deeply frozen Config back.
-export { loadConfig, resolveConfig, NETWORK_KEYS, ONE_SHOT_UNUSED_KEYS, TOKEN_KEYS, type LoadConfigOptions, type ResolveOptions } from './load.js';
+export { loadConfig, resolveConfig, NETWORK_KEYS, ONE_SHOT_UNUSED_KEYS, type LoadConfigOptions, type ResolveOptions } from './load.js';
 export { locateConfig, type ConfigSource, type Located } from './locate.js';
 export { redactConfig, redactUrlPassword, REDACTED } from './redact.js';
 export { parseSize, parseDuration, formatBytes } from './units.js';

@@ -67,9 +67,6 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
   };
 }
 
-/** The token keys: only \`run\`, \`send\`, \`dead-letter replay\`, \`clusters\` and \`check-config\` use them. */
-export const TOKEN_KEYS = ['api.token', 'clusters.token'] as const;
-
 /** What \`status\`, \`queue\` and \`dead-letter list|purge\` never use: they read the state_dir (and ask the agent), never the network. */
 export const NETWORK_KEYS = ['api', 'clusters', 'limits'] as const;
 

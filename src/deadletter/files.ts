@@ -14,11 +14,11 @@
 // covers the line up to `,"crc32":` with the closing `}`. A line whose CRC
 // does not match is unreadable (listed as such, never replayed). Version 1
 // lines (no `v`, no CRC) are read as they are.
-import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import zlib from 'node:zlib';
+import { cutName, LONG_NAME_PREFIX_CHARS } from '../util/long-name.js';
 
 export const REPLAYING_SUFFIX = '.ndjson.replaying';
 /** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
@@ -58,18 +58,9 @@ export interface Filter {
   reason?: string;
 }
 
-/** Names up to this many characters are their file's name as they are; a file name holds at most 255 bytes. */
-const LONG_NAME_CHARS = 200;
-
-/**
- * The file name's stem for a Data Source: its name, or for a name longer
- * than LONG_NAME_CHARS (up to 255 are valid) its first LONG_NAME_CHARS, a
- * dot and 16 hex of its SHA-256, as the emulator names its files. A Data
- * Source name has no dot, so the two forms never meet.
- */
+/** The file name's stem for a Data Source: its name, cut (util/long-name.ts) when longer than the cut form's prefix, so that `.ndjson.replaying` fits too. */
 export function stemOf(ds: string): string {
-  if (ds.length <= LONG_NAME_CHARS) return ds;
-  return `${ds.slice(0, LONG_NAME_CHARS)}.${createHash('sha256').update(ds).digest('hex').slice(0, 16)}`;
+  return ds.length <= LONG_NAME_PREFIX_CHARS ? ds : cutName(ds);
 }
 
 export function liveFile(dir: string, ds: string): string {

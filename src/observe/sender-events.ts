@@ -149,7 +149,7 @@ export class SenderEvents implements SenderHooks {
     const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
     // Still parked (a probe failed): said again, once a minute (park.ts).
     const still = reason !== null && reason === previous;
-    if (reason) log.error({ event: 'parked', ...where, reason, detail, ...(still ? { still: true } : {}) }, still ? 'still parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)' : 'parked: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)');
+    if (reason) log.error({ event: 'parked', ...where, reason, detail, ...(still ? { still: true } : {}) }, `${still ? 'still parked' : 'parked'}: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)`);
     else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
   }
 }
