@@ -4,7 +4,7 @@ import path from 'node:path';
 import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
 import { isPlainObject, plain, valueOf } from './raw.js';
 import { closest } from './suggest.js';
-import { isDataSourceName } from '../spool/routes.js';
+import { isDataSourceName } from '../util/datasource-name.js';
 
 export function baseUrl(s: string): Parsed<string> {
   if (s === 'embedded') return ok(s);

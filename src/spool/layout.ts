@@ -5,7 +5,7 @@
 // missing spool.dir is picked up when it appears.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { isDataSourceName } from './routes.js';
+import { isDataSourceName } from '../util/datasource-name.js';
 
 export interface SpoolLayout {
   /** spool.dir does not exist (or is not a directory). */

@@ -4,14 +4,8 @@
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { SourceRoute } from '../config/types.js';
+import { isDataSourceName } from '../util/datasource-name.js';
 
-export const DATASOURCE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** The platform's longest Data Source name. */
-export const MAX_DATASOURCE_NAME = 255;
-
-export function isDataSourceName(name: string): boolean {
-  return name.length <= MAX_DATASOURCE_NAME && DATASOURCE_NAME.test(name);
-}
 
 interface CompiledSource {
   datasource: string;

@@ -8,7 +8,7 @@ import { createLogger } from '../../log.js';
 import { EMBEDDED_NETWORK, readNetworkSetup } from '../../net/setup.js';
 import { runSend, type SendInput, type SendSummary } from '../../one-shot/send.js';
 import { ProgressDisplay } from '../../one-shot/progress.js';
-import { isDataSourceName } from '../../spool/routes.js';
+import { isDataSourceName } from '../../util/datasource-name.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship send -d DATASOURCE [FILE... | -] [-c FILE] [--json]
