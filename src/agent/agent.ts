@@ -396,7 +396,8 @@ export class Agent {
       store: this.store,
       batcher: this.batcher,
       clock,
-      startAt: c.spool.start_at,
+      // A state rebuilt from the journals may have lost files: never from their end (docs/delivery.md "Integrity of state").
+      startAt: this.store.unknownFilesFromStart ? 'beginning' : c.spool.start_at,
       onComplete: c.spool.on_complete,
       idleMs: c.spool.idle_ms,
       forgetAfterMs: c.spool.forget_after_ms,

@@ -7,9 +7,17 @@ import type { Recovery } from '../state/store.js';
 const AFFECTED_SHOWN = 20;
 
 export function reportRecovery(rec: Recovery, stateDir: string, log: Logger): void {
+  const cp = path.join(stateDir, 'checkpoint.json');
+  if (rec.rebuiltFromJournals) {
+    const affected = rec.affectedFiles.slice(0, AFFECTED_SHOWN);
+    log.error(
+      { event: 'state_corrupt', what: 'checkpoint', file: cp, files: [cp, `${cp}.prev`], problem: rec.checkpointProblem, rebuilt_from: 'journals', affected, affected_files: rec.affectedFiles.length },
+      'checkpoint.json and checkpoint.json.prev both failed their checks; the state is rebuilt from the journals: the files they follow resume at read_from (from 0 where they do not go back to the first byte), and every file they do not name is read again from its start whatever start_at says (duplicates, never a gap)',
+    );
+  }
   if (rec.usedPrevCheckpoint) {
     log.error(
-      { event: 'state_corrupt', what: 'checkpoint', file: path.join(stateDir, 'checkpoint.json'), problem: rec.checkpointProblem },
+      { event: 'state_corrupt', what: 'checkpoint', file: cp, problem: rec.checkpointProblem },
       'checkpoint.json failed its check; recovered from checkpoint.json.prev and the journals (batches since may be sent again; no line is skipped)',
     );
   }

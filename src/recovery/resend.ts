@@ -30,6 +30,8 @@ export interface RecoveredSink {
  */
 export async function completeQueuedIntents(store: StateStore, queue: Pick<RetryQueue, 'batchIds'>): Promise<void> {
   const queued = await queue.batchIds();
+  // A state rebuilt from the journals may not know the queue's ids: new batches never take one.
+  store.reserveIds(queued);
   if (queued.size === 0) return;
   const rec = store.recovery;
   for (const i of rec.intents) if (queued.has(i.id)) store.completeBatch(i.id);

@@ -45,7 +45,8 @@ export interface FileMeta {
 }
 
 export type JournalRecord =
-  | ({ t: 'f' } & FileMeta)
+  /** A file followed (`from`: where its reading began when above 0, `start_at: end`; absent on a rename's update). */
+  | ({ t: 'f'; from?: number } & FileMeta)
   | { t: 'i'; id: number; ds: string; ranges: IntentRange[]; at: number; lines?: number; resend?: boolean }
   | { t: 'a'; id: number }
   | { t: 'd'; ranges: RangeRecord[] }

@@ -35,6 +35,12 @@ export interface CheckpointFile {
   intents: IntentInfo[];
   /** Batches in the disk queue (absent in checkpoints before queued intents existed). */
   queued?: QueuedIntent[];
+  /**
+   * The state was rebuilt from the journals and no scan has ended since:
+   * a file it does not know is read from its start whatever `start_at`
+   * says (it may be one the lost checkpoint knew).
+   */
+  unknown_files_from_start?: boolean;
 }
 
 /**
@@ -58,6 +64,10 @@ export interface ReplayedState {
   /** Where reading resumes per file key. */
   resumeAt: Map<string, number>;
   usedPrevCheckpoint: boolean;
+  /** Neither checkpoint copy passed its check: the state is what the journals say (replayState). */
+  rebuiltFromJournals: boolean;
+  /** Files not in the state are read from their start at the next scan, whatever `start_at` says. */
+  unknownFilesFromStart: boolean;
   checkpointProblem: string | null;
   upgradedCheckpoint: boolean;
   tornJournal: boolean;
@@ -71,9 +81,21 @@ export interface ReplayedState {
 /**
  * Replay `stateDir` into `progress`. With `repair`, a torn journal tail is
  * cut (the store, holding the lock); without it nothing is written (status).
+ *
+ * When neither checkpoint copy passes its check, the state is rebuilt from
+ * every journal there is. A file's progress counts only from a byte the
+ * journals account for: a file they follow from its first byte (or from
+ * where `start_at: end` began it: the `f` record's `from`) resumes exactly;
+ * one they take up later starts at 0, so the gap before their first record
+ * is read again (its batches after it are abandoned by settle()). A file
+ * they do not name at all is unknown, and unknown files are read from their
+ * start (`unknownFilesFromStart`), never from their end. Without a journal
+ * record to rebuild from it throws StateCorruptError (exit 1: how to start
+ * over).
  */
 export async function replayState(stateDir: string, progress: Progress, { repair }: { repair: boolean }): Promise<ReplayedState> {
-  const { cp, usedPrev, legacy, problem } = await readCheckpoint(stateDir);
+  const { cp, usedPrev, legacy, problems } = await readCheckpoint(stateDir);
+  const rebuilt = cp === null && problems.length > 0;
   const st: ReplayedState = {
     progress,
     intents: new Map(),
@@ -82,7 +104,9 @@ export async function replayState(stateDir: string, progress: Progress, { repair
     seen: new Map(),
     resumeAt: new Map(),
     usedPrevCheckpoint: usedPrev,
-    checkpointProblem: problem,
+    rebuiltFromJournals: rebuilt,
+    unknownFilesFromStart: rebuilt || cp?.unknown_files_from_start === true,
+    checkpointProblem: problems.length > 0 ? problems.join('; ') : null,
     upgradedCheckpoint: legacy,
     tornJournal: false,
     corruptJournal: [],
@@ -105,13 +129,16 @@ export async function replayState(stateDir: string, progress: Progress, { repair
   }
   const startSeq = cp ? (usedPrev ? cp.prev_journal_seq || cp.journal_seq : cp.journal_seq) : 0;
   st.journalSeqs = (await listJournals(stateDir)).filter((s) => s >= startSeq);
+  let records = 0;
   for (const s of st.journalSeqs) {
     const file = journalPath(stateDir, s);
-    const { records, tornTail, corrupt } = await readJournal(file, repair);
-    st.tornJournal ||= tornTail;
-    for (const c of corrupt) st.corruptJournal.push({ file, ...c });
-    for (const r of records) apply(st, r, doneIds);
+    const read = await readJournal(file, repair);
+    st.tornJournal ||= read.tornTail;
+    for (const c of read.corrupt) st.corruptJournal.push({ file, ...c });
+    for (const r of read.records) apply(st, r, doneIds);
+    records += read.records.length;
   }
+  if (rebuilt && records === 0) throw new StateCorruptError(stateDir, [...problems, `no journal record to rebuild the state from (${st.journalSeqs.length} journal files)`]);
   settle(st);
   return st;
 }
@@ -124,10 +151,10 @@ function apply(st: ReplayedState, r: JournalRecord, doneIds: Set<number>): void 
   const progress = st.progress;
   switch (r.t) {
     case 'f': {
-      const { t: _t, ...meta } = r;
+      const { t: _t, from, ...meta } = r;
       const fp = progress.files.get(meta.key);
       if (fp) fp.meta = meta;
-      else progress.addFile(meta, 0);
+      else progress.addFile(meta, from ?? 0);
       return;
     }
     case 'q': {
@@ -221,14 +248,13 @@ function settle(st: ReplayedState): void {
 
 /**
  * The checkpoint of a state_dir, or its `.prev` when it is unreadable; null
- * when there is none (a fresh state_dir). Read-only (the status command uses
- * it next to a running agent). When a checkpoint exists but neither version
- * is readable it throws: never silently "start at end", since without it we
- * do not know what was delivered.
+ * when there is none (a fresh state_dir, `problems` empty) or when neither
+ * copy passes its check (`problems` says why, per file: the caller rebuilds
+ * from the journals, never "start at end"). Read-only (the status command
+ * uses it next to a running agent).
  */
-export async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean; legacy: boolean; problem: string | null }> {
+async function readCheckpoint(stateDir: string): Promise<{ cp: CheckpointFile | null; usedPrev: boolean; legacy: boolean; problems: string[] }> {
   const file = path.join(stateDir, CHECKPOINT_FILE);
-  let sawAny = false;
   const problems: string[] = [];
   for (const [f, isPrev] of [
     [file, false],
@@ -241,11 +267,9 @@ export async function readCheckpoint(stateDir: string): Promise<{ cp: Checkpoint
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
       throw err;
     }
-    sawAny = true;
     const parsed = decodeCheckpoint<CheckpointFile>(text);
-    if (parsed.ok) return { cp: parsed.value, usedPrev: isPrev, legacy: parsed.legacy, problem: problems[0] ?? null };
+    if (parsed.ok) return { cp: parsed.value, usedPrev: isPrev, legacy: parsed.legacy, problems };
     problems.push(`${f}: ${parsed.why}`);
   }
-  if (sawAny) throw new StateCorruptError(stateDir, problems);
-  return { cp: null, usedPrev: false, legacy: false, problem: null };
+  return { cp: null, usedPrev: false, legacy: false, problems };
 }

@@ -28,38 +28,10 @@ import { encodeCheckpointChunks } from './checkpoint-format.js';
 import { Progress, type FileProgress, type RangeEntry } from './progress.js';
 import { CHECKPOINT_FILE, replayState, type IntentInfo, type SeenStat } from './replay.js';
 import { checkpointFiles } from './snapshot.js';
+import { affectedFiles, type Recovery } from './recovery.js';
 
 export { CHECKPOINT_FILE, type CheckpointFile, type IntentInfo, type SeenStat } from './replay.js';
-
-export interface Recovery {
-  /** Batches sent (or about to be) before the stop and not acknowledged: re-form and resend, in id order. */
-  intents: IntentInfo[];
-  /** Where reading resumes per file key. */
-  resumeAt: Map<string, number>;
-  usedPrevCheckpoint: boolean;
-  /** Why checkpoint.json was not used, when .prev was (it failed its check). */
-  checkpointProblem: string | null;
-  /** The checkpoint was in the previous format (version 1, no CRC); it is rewritten as version 2. */
-  upgradedCheckpoint: boolean;
-  tornJournal: boolean;
-  /** Damaged stretches of journals: the records in them are lost (their batches may be sent again; no line is skipped). */
-  corruptJournal: Array<{ file: string; start: number; end: number }>;
-  /**
-   * With a damaged journal, what its lost records can touch, per spool file:
-   * the ranges resent at this start (unacknowledged batches) and where
-   * reading resumes (what was read after it is read and sent again).
-   */
-  affectedFiles: AffectedFile[];
-}
-
-export interface AffectedFile {
-  datasource: string;
-  file: string;
-  /** Byte ranges [start, end) of unacknowledged batches, sent again now. */
-  resend: Array<[number, number]>;
-  /** Reading resumes here: bytes after it are read (and sent) again. */
-  read_from: number;
-}
+export type { AffectedFile, Recovery } from './recovery.js';
 
 /** What an identity check saw of a file. */
 export interface VerifiedStat {
@@ -84,6 +56,8 @@ export type FileRelocator = (files: ReadonlyArray<{ meta: FileMeta; seen: SeenSt
 /** Where the checkpoint reads each followed file's last identity-checked stat (the spooler). */
 export interface SeenNow {
   seenOf(key: string): SeenStat | undefined;
+  /** The first scan has ended: every file of the spool is in the state. */
+  readonly scannedOnce: boolean;
 }
 
 export interface StateStoreOptions {
@@ -108,6 +82,8 @@ export class StateStore implements LongLived, BatchIds {
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
   private readonly seen = new Map<string, SeenStat>();
   private seenNow: SeenNow | null = null;
+  /** ReplayedState.unknownFilesFromStart, kept in each checkpoint until a scan has ended. */
+  private unknownFromStart = false;
 
   private constructor(private readonly opts: StateStoreOptions) {}
 
@@ -123,7 +99,10 @@ export class StateStore implements LongLived, BatchIds {
 
   trackFile(meta: FileMeta, committed: number): FileProgress {
     const fp = this.progress.addFile(meta, committed);
-    this.journal.append({ t: 'f', ...meta });
+    // `from`: a replay of this record alone (a kill -9 before the next
+    // checkpoint, or a state rebuilt from the journals) does not read the
+    // bytes before it, which `start_at: end` skipped.
+    this.journal.append({ t: 'f', ...meta, ...(committed > 0 ? { from: committed } : {}) });
     return fp;
   }
 
@@ -288,19 +267,6 @@ export class StateStore implements LongLived, BatchIds {
     return this.progress.files.get(key);
   }
 
-  /** A tracked file's identity (device, inode, first bytes, path), or undefined. */
-  /** Every file of the state with what a restart sends of it again (Recovery.affectedFiles). */
-  private affectedFiles(resumeAt: ReadonlyMap<string, number>): AffectedFile[] {
-    const resend = new Map<string, Array<[number, number]>>();
-    for (const i of this.intents.values()) for (const r of i.ranges) (resend.get(r.file) ?? resend.set(r.file, []).get(r.file)!).push([r.start, r.end]);
-    return [...this.progress.files.values()].map((fp) => ({
-      datasource: fp.meta.ds,
-      file: fp.meta.path,
-      resend: (resend.get(fp.meta.key) ?? []).sort((a, b) => a[0] - b[0]),
-      read_from: resumeAt.get(fp.meta.key) ?? fp.committed,
-    }));
-  }
-
   metaOf(key: string): FileMeta | undefined {
     return this.progress.files.get(key)?.meta;
   }
@@ -318,6 +284,20 @@ export class StateStore implements LongLived, BatchIds {
    */
   seenAtStart(key: string): SeenStat | undefined {
     return this.seen.get(key);
+  }
+
+  /**
+   * The state was rebuilt from the journals and no first scan has ended
+   * since: a file the state does not know may be one the lost checkpoint
+   * knew, so it is read from its start, whatever `start_at` says.
+   */
+  get unknownFilesFromStart(): boolean {
+    return this.unknownFromStart;
+  }
+
+  /** Ids above these are given to new batches (the disk queue's, which the state may have lost with a checkpoint). */
+  reserveIds(ids: Iterable<number>): void {
+    for (const id of ids) this.nextId = Math.max(this.nextId, id + 1);
   }
 
   /** Where checkpoints take each file's current identity-checked stat (the spooler's tailers). */
@@ -338,8 +318,10 @@ export class StateStore implements LongLived, BatchIds {
   /** The checkpoint's text in chunks (checkpoint-format.ts), taken now: nothing can change it while it is built. */
   private snapshot(journalSeq: number, prevSeq: number): string[] {
     const live = new Set<number>();
+    if (this.seenNow?.scannedOnce) this.unknownFromStart = false;
     const files = checkpointFiles(this.progress, (id) => this.intents.has(id), (key) => this.seenNow?.seenOf(key) ?? this.seen.get(key), live);
-    return encodeCheckpointChunks({ journal_seq: journalSeq, prev_journal_seq: prevSeq, next_id: this.nextId }, files, () => ({
+    const head = { journal_seq: journalSeq, prev_journal_seq: prevSeq, next_id: this.nextId, ...(this.unknownFromStart ? { unknown_files_from_start: true } : {}) };
+    return encodeCheckpointChunks(head, files, () => ({
       intents: [...this.intents.values()].filter((i) => live.has(i.id) || i.resend),
       queued: [...this.queued.values()],
     }));
@@ -354,16 +336,18 @@ export class StateStore implements LongLived, BatchIds {
     for (const [id, i] of replayed.intents) this.intents.set(id, i);
     for (const [id, q] of replayed.queued) this.queued.set(id, q);
     for (const [key, seen] of replayed.seen) this.seen.set(key, seen);
+    this.unknownFromStart = replayed.unknownFilesFromStart;
     await this.relocateFiles();
     this.recovery = {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),
       resumeAt: replayed.resumeAt,
       usedPrevCheckpoint: replayed.usedPrevCheckpoint,
+      rebuiltFromJournals: replayed.rebuiltFromJournals,
       checkpointProblem: replayed.checkpointProblem,
       upgradedCheckpoint: replayed.upgradedCheckpoint,
       tornJournal: replayed.tornJournal,
       corruptJournal: replayed.corruptJournal,
-      affectedFiles: replayed.corruptJournal.length > 0 ? this.affectedFiles(replayed.resumeAt) : [],
+      affectedFiles: replayed.corruptJournal.length > 0 || replayed.rebuiltFromJournals ? affectedFiles(this.progress, this.intents.values(), replayed.resumeAt) : [],
     };
     this.checkpointSeq = replayed.checkpointSeq;
     this.seq = Math.max(0, ...replayed.journalSeqs, replayed.checkpointSeq);

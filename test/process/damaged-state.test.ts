@@ -1,12 +1,13 @@
 // Hand-damaged state files: a flipped byte in a checkpoint or mid-journal,
-// both checkpoints damaged, and a checkpoint of the previous format. The
-// agent reports damage as an ERROR naming the file, falls back to what is
-// intact, and never skips a line or sends a fragment.
+// both checkpoints damaged (rebuilt from the journals; exit 1 without
+// them), and a checkpoint of the previous format. The agent reports damage
+// as an ERROR naming the file, falls back to what is intact, and never
+// skips a line or sends a fragment.
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
-import { LINE_BYTES, kill9, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
+import { LINE_BYTES, getJson, kill9, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
 
 const events = (p: AgentProcess, event: string) => p.logs.filter((l) => l.event === event);
 
@@ -78,14 +79,52 @@ describe('damaged state (process)', () => {
     expect(events(p, 'journal_torn_tail')).toEqual([]);
   });
 
-  it('both checkpoint copies damaged: exit 1 saying how to start over, nothing sent', async () => {
+  it('both checkpoint copies damaged: the state is rebuilt from the journals; a file only the lost checkpoint knew is read from its start even with start_at: end', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t, { spool: { start_at: 'end' }, batch: { max_bytes: 50 * LINE_BYTES, linger_ms: 50 } });
+    const a = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+    const b = path.join(cfg.spoolDir, 'ew', 'b.ndjson');
+    mkdirSync(path.dirname(a), { recursive: true });
+    mkdirSync(path.dirname(b), { recursive: true });
+    // Empty at the first scan: begun at their end, 0, and read from there.
+    writeFileSync(a, '');
+    const run = async (file: string, ds: string, n: number) => {
+      const p = spawnAgent(cfg.configFile);
+      const admin = (await p.started)!;
+      // Appended once the first scan has found the file (at its end, 0): before, the lines would be "existing data".
+      await waitFor(async () => ((await getJson(`${admin}/status`)).body as { datasources: Array<{ datasource: string; files: unknown[] }> }).datasources.some((d) => d.datasource === ds && d.files.length > 0), `${ds} found`);
+      appendFileSync(file, lines('d', 0, n));
+      await waitForDelivery(t, ds, 'd', n, `${n} lines of ${ds}`);
+      p.child.kill('SIGTERM');
+      expect((await p.exited).code).toBe(0);
+    };
+    // a.ndjson is followed in the first run; after the second run's two
+    // checkpoints only the checkpoints name it, the journals follow b.ndjson.
+    await run(a, 'ev', 200);
+    writeFileSync(b, '');
+    await run(b, 'ew', 100);
+    appendFileSync(a, lines('d', 200, 50));
+    for (const f of ['checkpoint.json', 'checkpoint.json.prev']) writeFileSync(path.join(cfg.stateDir, f), '{"version":2,"garbage":true}\n#crc32 00000000\n');
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await waitForDelivery(t, 'ew', 'd', 100, 'b.ndjson', { duplicates: 'allow' });
+    // start_at: end would have begun a.ndjson at its end: its 50 new lines lost.
+    await finish(p, t, 250);
+    const bad = events(p, 'state_corrupt');
+    expect(bad).toEqual([expect.objectContaining({ what: 'checkpoint', rebuilt_from: 'journals', level: 50, files: [path.join(cfg.stateDir, 'checkpoint.json'), path.join(cfg.stateDir, 'checkpoint.json.prev')] })]);
+    expect(String(bad[0]!.problem)).toMatch(/checkpoint\.json: CRC mismatch.*checkpoint\.json\.prev: CRC mismatch/);
+  });
+
+  it('both checkpoint copies damaged and no journal record to rebuild from: exit 1 saying how to start over, nothing sent', async () => {
     const { t, cfg } = await shipThenStop(200, 'sigterm');
     for (const f of ['checkpoint.json', 'checkpoint.json.prev']) writeFileSync(path.join(cfg.stateDir, f), '{"version":2,"garbage":true}\n#crc32 00000000\n');
+    for (const f of readdirSync(cfg.stateDir).filter((n) => /^journal-\d+\.log$/.test(n))) writeFileSync(path.join(cfg.stateDir, f), '');
     const before = t.emu.stats().requests_by_status['200'] ?? 0;
     const p = spawnAgent(cfg.configFile);
     const exit = await p.exited;
     expect(exit.code).toBe(1);
-    expect(p.rawErr.join('\n')).toMatch(/no readable checkpoint in .*start over/);
+    expect(p.rawErr.join('\n')).toMatch(/no readable checkpoint in .*no journal record to rebuild.*start over/);
     expect(t.emu.stats().requests_by_status['200'] ?? 0).toBe(before);
   });
 
