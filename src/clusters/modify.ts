@@ -69,7 +69,8 @@ function sameWeights(a: Weights, b: Weights): boolean {
   });
 }
 
-function findCluster(clusters: Cluster[], opts: ModifyOptions): Cluster {
+/** The cluster `opts.clusterId` of the listing; a usage error naming the org's clusters when there is none. */
+export function findCluster(clusters: Cluster[], opts: Pick<ModifyOptions, 'clusterId' | 'org'>): Cluster {
   const c = clusters.find((x) => x.cluster_id === opts.clusterId);
   if (c) return c;
   const ids = clusters.map((x) => x.cluster_id).join(', ') || '(none)';

@@ -125,6 +125,30 @@ describe('--wait', () => {
     expect(r.stderr).toMatch(/\r\x1b\[Kcluster aws-eu-central-1-01: done/);
   });
 
+  it('list --wait lists once every cluster has settled (--cluster: that one)', async () => {
+    t.emu.clusters.setFlags(GCP, { operation_in_progress: true });
+    let polls = 0;
+    t.emu.clusters.onRequest((req) => {
+      if (req.method === 'GET' && req.path.endsWith('/clusters') && ++polls === 2) t.emu.clusters.setFlags(GCP, { operation_in_progress: false });
+    });
+    const r = await runClusters(['list', '--json', '--wait', '--poll-interval-ms', '1', ...t.target]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`waiting for cluster ${GCP}: operation in progress\n`);
+    expect(r.stderr).toMatch(/every cluster: done, every replica running/);
+    // The listing printed is the one taken after the wait.
+    expect(JSON.parse(r.stdout)).toEqual({ clusters: [t.emu.clusters.getCluster(AWS), t.emu.clusters.getCluster(GCP)] });
+    expect((JSON.parse(r.stdout) as { clusters: Array<{ operation_in_progress: boolean }> }).clusters[1]!.operation_in_progress).toBe(false);
+    expect(polls).toBe(3);
+
+    t.emu.clusters.setFlags(GCP, { operation_in_progress: true });
+    const other = await runClusters(['list', '--cluster', AWS, '--wait', '--wait-timeout-ms', '30', '--poll-interval-ms', '5', ...t.target]);
+    expect(other.code).toBe(0);
+    const busy = await runClusters(['list', '--cluster', GCP, '--wait', '--wait-timeout-ms', '30', '--poll-interval-ms', '5', ...t.target]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/cluster gcp-europe-west3-01 did not settle within 30 ms \(operation in progress\); check 'spoolship clusters list', or wait longer/);
+    expect(busy.stdout).toBe('');
+  });
+
   it('times out with exit 1 when the cluster does not settle', async () => {
     const r = await runClusters(['add-replica', '--cluster', AWS, '--size', '8-32', '--yes', '--wait', '--wait-timeout-ms', '30', '--poll-interval-ms', '5', ...t.target]);
     expect(r.code).toBe(1);

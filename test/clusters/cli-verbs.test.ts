@@ -43,6 +43,26 @@ describe('clusters list / config', () => {
     expect(JSON.parse(r.stdout)).toEqual({ clusters: [t.emu.clusters.getCluster(AWS), t.emu.clusters.getCluster(GCP)] });
   });
 
+  it('list and config take every flag of the synopsis: --yes, --dry-run and --force change nothing; list --cluster shows that cluster alone', async () => {
+    const all = await runClusters(['list', '--json', ...t.target]);
+    for (const verb of ['list', 'config']) {
+      const r = await runClusters([verb, '--json', '--yes', '--dry-run', '--force', ...t.target]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual(verb === 'list' ? JSON.parse(all.stdout) : clusterCatalog());
+    }
+    const cfg = await runClusters(['config', '--json', '--cluster', AWS, '--wait', ...t.target]);
+    expect(JSON.parse(cfg.stdout)).toEqual(clusterCatalog());
+    const one = await runClusters(['list', '--json', '--cluster', GCP, '--yes', ...t.target]);
+    expect(JSON.parse(one.stdout)).toEqual({ clusters: [t.emu.clusters.getCluster(GCP)] });
+    const table = await runClusters(['list', '--cluster', AWS, ...t.target]);
+    expect(table.stdout).toMatch(/^aws-eu-central-1-01\s/m);
+    expect(table.stdout).not.toContain(GCP);
+    const unknown = await runClusters(['list', '--cluster', 'nope', ...t.target]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no cluster 'nope' in organization acme; clusters: aws-eu-central-1-01, gcp-europe-west3-01/);
+    expect(t.writes()).toEqual([]);
+  });
+
   it('config: table and --json', async () => {
     const table = await runClusters(['config', ...t.target]);
     expect(table.code).toBe(0);

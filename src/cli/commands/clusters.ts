@@ -9,7 +9,8 @@ import { parsePositiveInt, parseRoleWeights, parseSets } from '../../clusters/ar
 import { ClusterClient, DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import { proxyRoute } from '../../config/proxy.js';
 import { confirm } from '../../clusters/confirm.js';
-import { modifyCluster, type ModifyOutcome } from '../../clusters/modify.js';
+import { findCluster, modifyCluster, type ModifyOutcome } from '../../clusters/modify.js';
+import type { ClusterListing } from '../../clusters/types.js';
 import type { Intent } from '../../clusters/plan.js';
 import { createProgress } from '../../clusters/progress.js';
 import { renderClusters, renderConfiguration } from '../../clusters/render.js';
@@ -39,14 +40,17 @@ const OPTIONS = {
 
 type Flags = ReturnType<typeof parseCommandArgs<typeof OPTIONS>>['values'];
 
-const COMMON = ['org', 'token', 'base-url', 'config', 'json', 'timeout-ms'];
-const MODIFY = [...COMMON, 'cluster', 'yes', 'dry-run', 'wait', 'force', 'wait-timeout-ms', 'poll-interval-ms'];
+// Every verb takes the synopsis' flags (docs/clusters.md): a script may pass
+// --yes to all of them. `list` and `config` only read, so --yes, --dry-run and
+// --force change nothing there; `list` shows only --cluster's cluster and,
+// with --wait, lists once it (or every cluster) has settled.
+const COMMON = ['org', 'token', 'base-url', 'config', 'json', 'timeout-ms', 'cluster', 'yes', 'dry-run', 'wait', 'force', 'wait-timeout-ms', 'poll-interval-ms'];
 const VERBS: Record<string, string[]> = {
   list: COMMON,
   config: COMMON,
-  rebalance: [...MODIFY, 'set', 'even'],
-  'add-replica': [...MODIFY, 'size', 'weight'],
-  'remove-replica': [...MODIFY, 'replica'],
+  rebalance: [...COMMON, 'set', 'even'],
+  'add-replica': [...COMMON, 'size', 'weight'],
+  'remove-replica': [...COMMON, 'replica'],
 };
 
 const DEFAULT_WAIT_TIMEOUT_MS = 10 * 60 * 1000; // replica adds take minutes on the platform
@@ -70,13 +74,18 @@ Options:
   --base-url URL         API host (else api.base_url)
   -c, --config FILE      config file to read org, token and base URL from
   --json                 print the server's response (list, config) or {"plan", "response"}
+  --cluster ID           the cluster to change; with list, the only one shown
   -y, --yes              apply without asking (required when stdin is not a terminal)
   --dry-run              show the plan, send nothing
   --force                skip the sum rules (writer/reader 100, copyjob 1 per replica)
   --wait                 after the change, wait until no operation is in progress and every replica runs
+                         (list: wait so for --cluster's cluster, or every cluster, then list)
   --wait-timeout-ms N    give up waiting after N ms (default ${DEFAULT_WAIT_TIMEOUT_MS}); exit 1
   --poll-interval-ms N   poll the listing every N ms while waiting (default ${DEFAULT_POLL_INTERVAL_MS})
   --timeout-ms N         per HTTP request (default ${DEFAULT_REQUEST_TIMEOUT_MS})
+
+list and config only read: --yes, --dry-run and --force change nothing there (config ignores
+--cluster and --wait too).
 
 Exit codes: 0 done; 1 refused by the cluster (busy, cannot scale), API error, conflict, wait timeout,
 or the change was declined; 2 bad flags or a change that fails validation (nothing was sent).
@@ -136,7 +145,12 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   for (const w of target.warnings) io.stderr.write(`spoolship clusters: warning: ${w}\n`);
   const client = new ClusterClient({ ...target, timeoutMs, route: proxyRoute(target.proxy, io.env, target.baseUrl) });
   try {
-    if (!intent) return await show(verb, client, target.org, Boolean(flags.json), io);
+    if (!intent) {
+      if (verb === 'list' && flags.wait) {
+        await waitUntilSettled(() => client.listClusters(), flags.cluster ?? null, { ...wait, now: Date.now, sleep: (ms) => sleep(ms), progress: createProgress(io.stderr), afterChange: false });
+      }
+      return await show(verb, client, { org: target.org, clusterId: verb === 'list' ? (flags.cluster ?? null) : null }, Boolean(flags.json), io);
+    }
     const planOut = flags.json ? io.stderr : io.stdout;
     const outcome = await modifyCluster(
       client,
@@ -148,7 +162,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     if (outcome.kind === 'declined') return EXIT_FAILURE;
     if (outcome.kind === 'applied' && flags.wait) {
       const progress = createProgress(io.stderr);
-      await waitUntilSettled(() => client.listClusters(), clusterId, { ...wait, now: Date.now, sleep: (ms) => sleep(ms), progress });
+      await waitUntilSettled(() => client.listClusters(), clusterId, { ...wait, now: Date.now, sleep: (ms) => sleep(ms), progress, afterChange: true });
     }
     return EXIT_OK;
   } finally {
@@ -156,11 +170,11 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** `list` and `config`: the server's object as JSON, or a table. */
-async function show(verb: string, client: ClusterClient, org: string, json: boolean, io: CliIo): Promise<number> {
+/** `list` and `config`: the server's object as JSON, or a table; `list --cluster` keeps that cluster's entry alone. */
+async function show(verb: string, client: ClusterClient, { org, clusterId }: { org: string; clusterId: string | null }, json: boolean, io: CliIo): Promise<number> {
   const color = colorFor(io, io.stdout);
   if (verb === 'list') {
-    const listing = await client.listClusters();
+    const listing = onlyCluster(await client.listClusters(), org, clusterId);
     if (json) printJson(io, listing);
     else io.stdout.write(renderClusters(listing, org, { color }));
   } else {
@@ -169,6 +183,10 @@ async function show(verb: string, client: ClusterClient, org: string, json: bool
     else io.stdout.write(renderConfiguration(cfg, { color }));
   }
   return EXIT_OK;
+}
+
+function onlyCluster(listing: ClusterListing, org: string, clusterId: string | null): ClusterListing {
+  return clusterId === null ? listing : { ...listing, clusters: [findCluster(listing.clusters, { clusterId, org })] };
 }
 
 function report(outcome: ModifyOutcome, json: boolean, waiting: boolean, io: CliIo): void {
