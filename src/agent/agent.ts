@@ -22,6 +22,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { AdminServer, listenAdmin, type Readiness, type SharedAdmin } from '../admin/server.js';
 import type { EventsClient } from '../sender/http-client.js';
 import { createSender } from '../sender/engine.js';
+import type { BudgetMemory } from '../sender/budget-memory.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
@@ -88,6 +89,8 @@ export interface AgentDeps {
   startSignal?: AbortSignal;
   /** The process's admin server, kept across SIGHUP reloads: the agent serves through it instead of listening on admin.listen itself. */
   admin?: SharedAdmin;
+  /** The request budget's Retry-After pause, learned 413 limit and last start, kept across SIGHUP reloads (sender/budget-memory.ts). */
+  budget?: BudgetMemory;
 }
 
 export class Agent {
@@ -170,6 +173,7 @@ export class Agent {
       clock: this.clock,
       env: deps.env ?? {},
       wake: () => this.sender.wake(),
+      budget: deps.budget,
     });
   }
 
@@ -477,7 +481,7 @@ export class Agent {
       parkedDataSources: () => this.sender?.parkedDataSources() ?? new Map(),
       deadLetters: { deadLetterLines: (...a) => this.pipeline.deadLetterLines(...a) },
     });
-    return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents });
+    return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents, memory: deps.budget });
   }
 
   private pathOf(key: string): string | undefined {

@@ -17,6 +17,7 @@ import { openDelivery, type DeliveryEngine } from '../sender/engine.js';
 import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.js';
 import type { Clock } from '../util/clock.js';
 import { partOf, type StartedParts } from './lifecycle.js';
+import type { BudgetMemory } from '../sender/budget-memory.js';
 
 export class ApiConnection {
   engine!: DeliveryEngine;
@@ -39,6 +40,8 @@ export class ApiConnection {
       env: NodeJS.ProcessEnv;
       /** What was parked or waits for a retry goes again (the sender's wake: the sender is built on this connection, after it). */
       wake: () => void;
+      /** The process's request budget memory, kept across a reload (sender/budget-memory.ts). */
+      budget?: BudgetMemory;
     },
   ) {}
 
@@ -87,6 +90,7 @@ export class ApiConnection {
       onFallback: (active) => metrics.limiterFallback.set(active ? 1 : 0),
       codec: this.o.codec,
       clock: this.o.clock,
+      memory: this.o.budget,
     });
     parts.add('delivery engine', this.engine);
     return baseUrl;

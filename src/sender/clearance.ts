@@ -3,6 +3,7 @@
 // a Retry-After put on the whole budget. Every wait ends early when the
 // delivery is aborted (the sender stops, or an operator released the batch).
 import type { Clock } from '../util/clock.js';
+import { BudgetMemory } from './budget-memory.js';
 import type { DataSourceRefusals } from './ds-refusals.js';
 import type { RateLimiter } from './limiter.js';
 import type { Notifier } from './notifier.js';
@@ -11,15 +12,14 @@ import type { BudgetParkReason } from './retry-policy.js';
 import type { DeliveryCtx } from './types.js';
 
 export class Clearance {
-  /** No request of the budget starts before this (clock ms): the latest Retry-After. */
-  private pausedUntil = 0;
-
   constructor(
     private readonly clock: Clock,
     private readonly notifier: Notifier,
     private readonly limiter: RateLimiter,
     private readonly budgetPark: Park<BudgetParkReason>,
     private readonly refusals: DataSourceRefusals,
+    /** Holds the pause (`pausedUntil`, clock ms): the process keeps it across a reload's new sender. */
+    private readonly memory: BudgetMemory = new BudgetMemory(),
   ) {}
 
   /**
@@ -28,15 +28,15 @@ export class Clearance {
    * replay must not resend it before the server said.
    */
   pause(until: number, afterMs: number): void {
-    if (until <= this.pausedUntil) return;
-    this.pausedUntil = until;
+    if (until <= this.memory.pausedUntil) return;
+    this.memory.pausedUntil = until;
     // With a shared budget, every agent of it waits too.
     this.limiter.pause(afterMs);
   }
 
   /** A Retry-After pause holds the budget now: a request that got its slot while waiting must not go (it waits here again). */
   get paused(): boolean {
-    return this.clock.now() < this.pausedUntil;
+    return this.clock.now() < this.memory.pausedUntil;
   }
 
   /**
@@ -66,9 +66,9 @@ export class Clearance {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';
       }
-      if (this.clock.now() < this.pausedUntil) {
+      if (this.clock.now() < this.memory.pausedUntil) {
         if (probe) this.budgetPark.probeDone(false);
-        await this.sleepUntil(this.pausedUntil, ctx);
+        await this.sleepUntil(this.memory.pausedUntil, ctx);
         continue;
       }
       return probe;

@@ -18,6 +18,7 @@ import { EventsClient, type BearerToken } from './http-client.js';
 import type { RateLimiter } from './limiter.js';
 import { createLimiter } from './limiter-factory.js';
 import { Sender, type SenderHooks, type SenderOptions } from './sender.js';
+import type { BudgetMemory } from './budget-memory.js';
 
 export interface DeliveryEngine extends LongLived {
   client: EventsClient;
@@ -41,13 +42,15 @@ export interface EngineContext {
   codec?: Codec;
   /** The local request budget's clock (the agent's injected clock). */
   clock?: Clock;
+  /** The budget's memory across a reload (budget-memory.ts): the local limiter's last start. */
+  memory?: BudgetMemory;
 }
 
 export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Promise<DeliveryEngine> {
   const client = new EventsClient(clientOptionsFrom(c, ctx.baseUrl, ctx.token, ctx.network));
   let limiter: RateLimiter;
   try {
-    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token.get(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock });
+    limiter = await createLimiter({ limits: c.limits, baseUrl: ctx.baseUrl, token: ctx.token.get(), log: ctx.log, onFallback: ctx.onFallback ?? (() => undefined), clock: ctx.clock, memory: ctx.memory });
   } catch (err) {
     await client.destroy();
     throw err;
@@ -69,7 +72,7 @@ export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Pro
 }
 
 /** A Sender on the engine, with the config's settings and the caller's hooks. */
-export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { hooks: SenderHooks; clock: Clock; random?: () => number }): Sender {
+export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { hooks: SenderHooks; clock: Clock; random?: () => number; memory?: BudgetMemory }): Sender {
   const options: SenderOptions = {
     client: engine.client,
     codec: engine.codec,
@@ -78,6 +81,7 @@ export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { h
     random: o.random ?? Math.random,
     ...senderSettingsFrom(c),
     hooks: o.hooks,
+    memory: o.memory,
   };
   return new Sender(options);
 }

@@ -11,6 +11,7 @@
 // can have been stored (docs/guarantees.md rule 3: a retry sends exactly the
 // same bytes as the first attempt).
 import type { Clock } from '../util/clock.js';
+import { BudgetMemory } from './budget-memory.js';
 import type { Verdict } from './retry-policy.js';
 import type { DeliveryCtx, Part } from './types.js';
 
@@ -27,15 +28,18 @@ export interface LearnedLimitOptions {
   onLower: () => void;
   /** The learned limit changed (max_bytes when none is learned). */
   onChange: (bytes: number) => void;
+  /** Holds the limit (`learned`): the process keeps it across a reload's new sender. */
+  memory?: BudgetMemory;
 }
 
 export class LearnedLimit {
-  private learned: { bytes: number; since: number } | null = null;
+  private readonly memory: BudgetMemory;
   /** The limit last told to onChange. */
   private told: number;
 
   constructor(private readonly o: LearnedLimitOptions) {
     this.told = o.maxBytes;
+    this.memory = o.memory ?? new BudgetMemory();
   }
 
   /**
@@ -43,7 +47,7 @@ export class LearnedLimit {
    * 10 % per 5 minutes without a 413.
    */
   capFor(): number {
-    const l = this.learned;
+    const l = this.memory.learned;
     if (!l) return this.o.maxBytes;
     const periods = Math.floor((this.o.clock.now() - l.since) / LEARNED_GROWTH_PERIOD_MS);
     const bytes = Math.floor(l.bytes * LEARNED_GROWTH ** periods);
@@ -52,7 +56,7 @@ export class LearnedLimit {
       if (bytes !== this.told) this.tell(bytes);
       return bytes;
     }
-    this.learned = null;
+    this.memory.learned = null;
     this.tell(this.o.maxBytes);
     return this.o.maxBytes;
   }
@@ -79,7 +83,7 @@ export class LearnedLimit {
   /** A 413: nothing was stored. Every later batch of the budget respects half the rejected size at once; one request at a time until a success. */
   lower(rejectedRawLen: number): void {
     const bytes = Math.max(MIN_LEARNED_BYTES, Math.min(this.capFor(), Math.floor(rejectedRawLen / 2)));
-    this.learned = { bytes, since: this.o.clock.now() };
+    this.memory.learned = { bytes, since: this.o.clock.now() };
     this.o.onLower();
     this.tell(bytes);
   }

@@ -5,6 +5,7 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
+import type { BudgetMemory } from './budget-memory.js';
 import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
 
 export interface LimiterContext {
@@ -17,11 +18,13 @@ export interface LimiterContext {
   onFallback: (active: boolean) => void;
   /** The local limiter's clock (a manual one in tests). */
   clock?: Clock;
+  /** Where the local limiter keeps its last start across a reload (sender/budget-memory.ts). */
+  memory?: BudgetMemory;
 }
 
 export async function createLimiter(ctx: LimiterContext): Promise<RateLimiter> {
   const limits = ctx.limits;
-  if (!limits.redis_url) return createLocalLimiter(limits.requests_per_second, ctx.clock);
+  if (!limits.redis_url) return createLocalLimiter(limits.requests_per_second, ctx.clock, ctx.memory);
   // Loaded only when configured: ioredis costs ~28 MB of RSS at start-up.
   const { RedisLimiter } = await import('./redis-limiter.js');
   return RedisLimiter.start({

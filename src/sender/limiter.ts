@@ -9,6 +9,7 @@
 import type { Clock } from '../util/clock.js';
 import { systemClock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
+import { BudgetMemory } from './budget-memory.js';
 
 export interface RateLimiter extends LongLived {
   /** Resolves when one request may start. */
@@ -28,11 +29,10 @@ export class LimiterClosedError extends Error {
   }
 }
 
-export function createLocalLimiter(requestsPerSecond: number, clock: Clock = systemClock): RateLimiter {
+/** `memory.lastStartAt`: when the last request was let go (clock ms), kept by the process across a reload's new limiter. */
+export function createLocalLimiter(requestsPerSecond: number, clock: Clock = systemClock, memory = new BudgetMemory()): RateLimiter {
   const spacingMs = (1000 / requestsPerSecond) * SPACING_MARGIN;
   const queue: Array<{ go: () => void; fail: (err: Error) => void }> = [];
-  /** Clock time the last request was let go. */
-  let lastStartAt = -Infinity;
   let pumping = false;
   let closed = false;
   const stop = new AbortController();
@@ -44,10 +44,10 @@ export function createLocalLimiter(requestsPerSecond: number, clock: Clock = sys
     pumping = true;
     try {
       while (queue.length > 0 && !closed) {
-        const wait = lastStartAt + spacingMs - clock.now();
+        const wait = memory.lastStartAt + spacingMs - clock.now();
         if (wait > 0) await clock.sleep(wait, stop.signal);
         if (closed) break;
-        lastStartAt = clock.now();
+        memory.lastStartAt = clock.now();
         queue.shift()!.go();
       }
     } finally {

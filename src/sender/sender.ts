@@ -52,12 +52,12 @@ export class Sender implements LongLived, SizeCaps {
 
   constructor(private readonly o: SenderOptions) {
     this.inFlight = new InFlightBound(o);
-    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes) });
+    this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes), memory: o.memory });
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
-    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals);
+    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
   }
 
   /**

@@ -4,6 +4,7 @@
 // import them without a cycle.
 import type { Codec } from '../codec/index.js';
 import type { Body } from './body.js';
+import type { BudgetMemory } from './budget-memory.js';
 import type { Clock } from '../util/clock.js';
 import type { EventsClient, SendOutcome } from './http-client.js';
 import type { RateLimiter } from './limiter.js';
@@ -103,6 +104,8 @@ export interface SenderOptions {
   maxConnections?: number;
   maxBytes: number;
   hooks: SenderHooks;
+  /** The Retry-After pause and the 413 learned limit, kept by the process across a reload (budget-memory.ts). */
+  memory?: BudgetMemory;
 }
 
 /**

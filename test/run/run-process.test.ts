@@ -119,6 +119,28 @@ describe('spoolship run (process)', () => {
     expect(after.every((r) => r.contentEncoding === 'gzip')).toBe(true);
   });
 
+  it('SIGHUP with a changed config keeps a Retry-After pause under way: the new pipeline sends nothing before it has passed', async () => {
+    const { dir, emu, cfg } = await setup();
+    // The old pipeline's drain gives up on the paused batch after 1 s: the new one sends it.
+    await cfg('shutdown_timeout_ms: 1000\n');
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 100));
+    const a = startRun(dir);
+    await until(() => rowsOf(dir).length === 100, 'first rows');
+    emu.failNext(1, { kind: 'status', status: 429, retry_after: 4 });
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(100, 1));
+    const refused = await until(() => emu.requests().find((r) => r.outcome === 429), 'the 429');
+    await cfg('shutdown_timeout_ms: 1000\ncompression:\n  codec: gzip\n');
+    a.child.kill('SIGHUP');
+    await until(() => a.logs.filter((l) => l.event === 'started').length === 2, 'the restarted pipeline');
+    await until(() => rowsOf(dir).length === 101, 'the line after the pause');
+    // Every request after the 429 arrived once its 4 s had passed (the emulator's arrival times).
+    const after = emu.requests().filter((r) => r.at > refused.at);
+    expect(after.length).toBeGreaterThan(0);
+    for (const r of after) expect(r.at - refused.at).toBeGreaterThanOrEqual(4000);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
   it('SIGHUP with a changed config keeps the admin address (admin.listen needs a restart): port 0 is not bound again elsewhere', async () => {
     const { dir, cfg } = await setup();
     const cfgFile = path.join(dir, 'cfg.yaml');

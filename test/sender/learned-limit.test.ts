@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LEARNED_GROWTH_PERIOD_MS, LearnedLimit, MIN_LEARNED_BYTES } from '../../src/sender/learned-limit.js';
 import type { Verdict } from '../../src/sender/retry-policy.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { BudgetMemory } from '../../src/sender/budget-memory.js';
 
 function limit(maxBytes = 1_000_000) {
   const clock = new ManualClock();
@@ -29,6 +30,18 @@ describe('LearnedLimit', () => {
     expect(l.capFor()).toBe(150_000);
     expect(changes).toEqual([150_000]);
     expect(lowered()).toBe(1);
+  });
+
+  it('a reload\'s new limit on the same memory keeps what was learned and its growth, and tells it', () => {
+    const clock = new ManualClock();
+    const memory = new BudgetMemory('http://api');
+    const old = new LearnedLimit({ clock, maxBytes: 1_000_000, onLower: () => undefined, onChange: () => undefined, memory });
+    old.lower(200_000);
+    clock.advance(LEARNED_GROWTH_PERIOD_MS);
+    const changes: number[] = [];
+    const next = new LearnedLimit({ clock, maxBytes: 1_000_000, onLower: () => undefined, onChange: (b) => changes.push(b), memory });
+    expect(next.capFor()).toBe(110_000);
+    expect(changes).toEqual([110_000]);
   });
 
   it('a 413 for a body larger than the learned limit does not raise it (in flight before it was learned)', () => {

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLocalLimiter, LimiterClosedError, SPACING_MARGIN } from '../../src/sender/limiter.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { BudgetMemory } from '../../src/sender/budget-memory.js';
 import { busiestWindow } from '../fleet/helpers.js';
 
 const settle = async () => {
@@ -36,6 +37,23 @@ describe('local rate limiter', () => {
     clock.advance(spacing);
     await settle();
     expect(started.map(([i]) => i)).toEqual([0, 1, 2, 3]);
+  });
+
+  it('a reload\'s new limiter on the same memory goes on from the old one\'s last start: no second request in the same slot', async () => {
+    const clock = new ManualClock(0);
+    const memory = new BudgetMemory('http://api');
+    const old = createLocalLimiter(100, clock, memory);
+    await old.acquire();
+    await old.close();
+    const next = createLocalLimiter(100, clock, memory);
+    let went = false;
+    void next.acquire().then(() => (went = true));
+    await settle();
+    expect(went, 'not before the old limiter\'s spacing has passed').toBe(false);
+    clock.advance(10 * SPACING_MARGIN);
+    await settle();
+    expect(went).toBe(true);
+    await next.close();
   });
 
   it('offered 3x the rate for 5 s of clock time, no sliding second holds more than rps starts', async () => {

@@ -14,6 +14,7 @@ import { nodeEndOfLife } from '../node-support.js';
 import { HeapGrowth } from '../../util/heap-growth.js';
 import { Scavenger, collections } from '../../util/scavenge.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+import { BudgetMemory } from '../../sender/budget-memory.js';
 
 const usage = `Usage: spoolship run [-c FILE]
 
@@ -76,6 +77,8 @@ class Daemon {
 
   /** admin.listen, bound once for the process: a reload's new agent serves on the same address (docs/configuration.md "Reloading": it needs a restart). */
   private admin: SharedAdmin | null = null;
+  /** The request budget's memory (a Retry-After under way, the 413 limit, the last start), kept across reloads to the same API host. */
+  private budget: BudgetMemory | null = null;
 
   async start(): Promise<void> {
     try {
@@ -92,6 +95,7 @@ class Daemon {
   }
 
   private startAgent(config: Readonly<Config>): Promise<Agent> {
+    if (this.budget?.baseUrl !== config.api.base_url) this.budget = new BudgetMemory(config.api.base_url);
     return Agent.start(config, {
       log: this.log,
       metrics: this.metrics,
@@ -100,6 +104,7 @@ class Daemon {
       bodyDrops: this.scavenger,
       startSignal: this.stopping.signal,
       admin: this.admin ?? undefined,
+      budget: this.budget,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
