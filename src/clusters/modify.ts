@@ -87,8 +87,10 @@ function preparePlan(intent: Intent, cluster: Cluster, config: ClusterConfigurat
     throw new UsageError(`${intent.verb} on cluster ${opts.clusterId} not sent (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${list}`);
   }
   const refused = refusal(intent.verb, cluster);
-  if (refused) throw new PreconditionError(refused);
+  if (refused && !opts.dryRun) throw new PreconditionError(refused);
   io.planOut.write(renderPlan(plan, cluster, { color: io.color }));
+  // --dry-run shows the plan on a busy cluster too, then refuses as the change itself would (exit 1).
+  if (refused) throw new PreconditionError(`--dry-run: the plan above is what would be sent, but ${refused}`);
   return plan;
 }
 

@@ -21,6 +21,7 @@ import type { Logger } from '../log.js';
 import { after, type Clock } from '../util/clock.js';
 import { isErrno } from '../util/fsx.js';
 import { DestroyedError, type LongLived } from '../util/lifecycle.js';
+import { setMaxListeners } from 'node:events';
 
 /** A failed state write (disk full, state_dir unwritable) is tried again this often. */
 export const STATE_RETRY_MS = 1000;
@@ -95,6 +96,9 @@ export class Acker implements StateWrites, LongLived {
     private readonly o: { clock: Clock; log: Logger; stateDir: string; events: AckerEvents },
   ) {
     this.lastCheckpointAt = o.clock.now();
+    // Every write waiting out a fault listens on it: the spills of up to
+    // max_in_flight bodies at once (Node warned on stderr past 10).
+    setMaxListeners(0, this.abandon.signal);
   }
 
   /** The state faults now, each once (readiness reasons). */

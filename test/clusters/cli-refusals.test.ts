@@ -82,6 +82,16 @@ describe('precondition refusals: exit 1 with the reason, nothing sent', () => {
     expect(t.writes()).toEqual([]);
   });
 
+  it('--dry-run on a busy cluster shows the plan, then refuses with exit 1 as the change would', async () => {
+    t.emu.clusters.setFlags(AWS, { operation_in_progress: true });
+    const r = await runClusters(['rebalance', '--cluster', AWS, '--even', 'writer', '--dry-run', ...t.target]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^replica-1\s+16-64\s+100 -> 50\s/m);
+    expect(r.stdout).toContain(`PUT /v0/organizations/acme/clusters/${AWS}/weights`);
+    expect(r.stderr).toMatch(/--dry-run: the plan above is what would be sent, but cluster aws-eu-central-1-01 has an operation in progress \(operation_in_progress is true\)/);
+    expect(t.writes()).toEqual([]);
+  });
+
   it('a change just made keeps the cluster busy until the delay has passed', async () => {
     expect((await runClusters(['rebalance', '--cluster', AWS, '--even', 'writer', '--yes', ...t.target])).code).toBe(0);
     const again = await runClusters(['rebalance', '--cluster', AWS, '--set', 'reader=replica-1:70,replica-2:30', '--yes', ...t.target]);

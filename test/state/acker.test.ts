@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log.js';
 import { Acker, CHECKPOINT_EVERY_MS, CHECKPOINT_JOURNAL_BYTES, CHECKPOINT_JOURNAL_SHARE, CHECKPOINT_MAX_EVERY_MS, CHECKPOINT_QUIET_MS, STATE_RETRY_MS, type CheckpointedState } from '../../src/state/acker.js';
 import { ManualClock } from '../support/manual-clock.js';
+import { systemClock } from '../../src/util/clock.js';
 
 function errno(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: test`), { code });
@@ -118,6 +119,27 @@ describe('Acker', () => {
     expect(await ended).toBe('DestroyedError');
     expect(calls).toBe(1);
     expect(s.clock.waiting).toBe(0);
+  });
+
+  it('hundreds of writes waiting out a full disk together (spills of the bodies in flight) print no MaxListenersExceededWarning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      // The real clock: its sleep listens on the acker's abort signal, once per waiting write.
+      const acker = new Acker(
+        { journalBytes: 0, checkpointBytes: 0, flush: async () => undefined, checkpoint: async () => undefined },
+        { clock: systemClock, log: { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger, stateDir: '/state', events: { onFaultsChange: () => undefined, onFatal: () => undefined } },
+      );
+      const writes = Array.from({ length: 200 }, () => acker.retryStateWrite(async () => Promise.reject(errno('ENOSPC'))).catch((err: Error) => err.name));
+      await settle();
+      await acker.destroy();
+      expect(new Set(await Promise.all(writes))).toEqual(new Set(['DestroyedError']));
+      await settle();
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toEqual([]);
   });
 
   it('any other write error is thrown, not retried', async () => {
