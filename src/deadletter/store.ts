@@ -7,7 +7,9 @@
 // Invariant: `add` resolves only once the record is fsync'd, because the
 // caller then lets the file's committed offset pass the line. When the store
 // is over `dead_letter.max_bytes`, a new record is dropped (counted and
-// reported through `onDrop`) and `add` resolves 'dropped'.
+// reported through `onDrop`, which is told whether the drop begins a
+// stretch of drops: the first since the store last took a record) and `add`
+// resolves 'dropped'.
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -62,12 +64,14 @@ export class DeadLetterStore implements LongLived {
   private addedSinceRecount = 0;
   private pending: Pending[] = [];
   private draining: Promise<void> | null = null;
+  /** The last add was dropped: the next drop does not begin a new stretch. */
+  private dropping = false;
 
   constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
     private readonly now: () => Date,
-    private readonly onDrop: (input: DeadLetterInput) => void,
+    private readonly onDrop: (input: DeadLetterInput, firstOfStretch: boolean) => void,
   ) {}
 
   async open(): Promise<void> {
@@ -117,9 +121,11 @@ export class DeadLetterStore implements LongLived {
     const text = `${encodeRecord(toRecord(input, this.now()))}\n`;
     const size = Buffer.byteLength(text);
     if (this.totalBytes + size > this.maxBytes) {
-      this.onDrop(input);
+      this.onDrop(input, !this.dropping);
+      this.dropping = true;
       return Promise.resolve('dropped');
     }
+    this.dropping = false;
     this.totalBytes += size;
     this.addedSinceRecount += size;
     return new Promise((resolve, reject) => {

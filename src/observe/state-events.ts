@@ -37,12 +37,20 @@ export function startStateFault(metrics: Metrics, log: Logger, stateDir: string,
   };
 }
 
-/** dead_letter.max_bytes reached: the line is lost, counted and logged. */
-export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: number): (input: DeadLetterInput) => void {
-  return (input) => {
+/**
+ * dead_letter.max_bytes reached: the line is lost and counted; one ERROR
+ * (`dead_letter_full`) when a stretch of drops begins, never one per line
+ * (docs/metrics.md "Logs"): the counters say how many followed.
+ */
+export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: number): (input: DeadLetterInput, firstOfStretch: boolean) => void {
+  return (input, firstOfStretch) => {
     metrics.deadLetterDropped.inc();
     metrics.linesLost.inc({ datasource: input.datasource, reason: 'dead_letter_full' });
-    log.error({ datasource: input.datasource, reason: input.reason, max_bytes: maxBytes }, 'dead-letter store full: line dropped; raise dead_letter.max_bytes or replay/clear it');
+    if (!firstOfStretch) return;
+    log.error(
+      { event: 'dead_letter_full', datasource: input.datasource, reason: input.reason, max_bytes: maxBytes },
+      'dead-letter store full: new dead letters are dropped until it has room (counted in spoolship_dead_letter_dropped_total and spoolship_lines_lost_total{reason="dead_letter_full"}); raise dead_letter.max_bytes, or replay or purge it',
+    );
   };
 }
 

@@ -34,6 +34,8 @@ export interface SendSummary {
   /** Rows the platform stored in <datasource>_quarantine. */
   rows_quarantined: number;
   lines_dead_lettered: Record<string, number>;
+  /** Lines for the dead-letter store that it had no room for (dead_letter.max_bytes): lost. */
+  lines_lost: number;
   requests: Record<string, number>;
   bytes_read: number;
   bytes_sent: number;
@@ -69,6 +71,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     lines_acked: 0,
     rows_quarantined: 0,
     lines_dead_lettered: {},
+    lines_lost: 0,
     requests: {},
     bytes_read: 0,
     bytes_sent: 0,
@@ -79,8 +82,8 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   const engine = await openDelivery(c, { baseUrl: o.baseUrl, network: o.network, token: { get: () => o.token }, log: o.log });
   const codec = engine.codec;
   const storeDeadLetter = async (input: DeadLetterInput) => {
-    await o.deadLetters.add(input);
-    countDl(input.reason, 1);
+    if ((await o.deadLetters.add(input)) === 'dropped') summary.lines_lost += 1;
+    else countDl(input.reason, 1);
     o.onDone?.(input.bytes + 1);
   };
   const sender: Sender = createSender(engine, c, {
@@ -188,7 +191,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   }
   const dead = Object.values(summary.lines_dead_lettered).reduce((a, b) => a + b, 0);
   if (!summary.error && summary.lines_acked + dead < summary.lines_read) summary.error = 'not every line was acknowledged';
-  summary.ok = summary.error === null && dead === 0;
+  summary.ok = summary.error === null && dead === 0 && summary.lines_lost === 0;
   summary.seconds = (Date.now() - started) / 1000;
   return summary;
 }

@@ -153,6 +153,23 @@ describe('spoolship send', () => {
   });
 });
 
+describe('a full dead-letter store', () => {
+  it('lines it cannot keep are counted as lost (lines_lost), exit 1, one ERROR dead_letter_full for the stretch', async () => {
+    const { dir } = await setup();
+    const bad = Array.from({ length: 30 }, (_, i) => `not json ${i} ${'x'.repeat(60)}`);
+    const r = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '--json', '-'], { cwd: dir, stdin: `${bad.join('\n')}\n`, env: { SPOOLSHIP_VALIDATE: 'json', SPOOLSHIP_DEAD_LETTER__MAX_BYTES: '2KB' } });
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout) as { ok: boolean; lines_dead_lettered: { invalid_json: number }; lines_lost: number };
+    expect(s.ok).toBe(false);
+    expect(s.lines_lost).toBeGreaterThan(0);
+    const kept = readFileSync(path.join(dir, 'state', 'dead-letter', 'events.ndjson'), 'utf8').trim().split('\n');
+    expect(s.lines_dead_lettered.invalid_json).toBe(kept.length);
+    expect(kept.length + s.lines_lost).toBe(30);
+    const full = r.stderr.split('\n').filter((l) => l.includes('"dead_letter_full"'));
+    expect(full).toHaveLength(1);
+  });
+});
+
 describe('Data Source names up to 255 characters (SPEC section 2)', () => {
   it('a 255-character name dead-letters into a file the file system takes, and dead-letter list and purge find it; 256 characters is exit 2', async () => {
     const { dir, emu } = await setup();

@@ -54,7 +54,7 @@ function printSummary(s: SendSummary, io: CliIo, json: boolean): void {
   io.stderr.write(
     [
       `send ${s.ok ? 'done' : 'FAILED'}: ${s.datasource}`,
-      `  lines read ${s.lines_read}, acknowledged ${s.lines_acked} (${s.rows_quarantined} quarantined by the platform), dead-lettered ${dead}`,
+      `  lines read ${s.lines_read}, acknowledged ${s.lines_acked} (${s.rows_quarantined} quarantined by the platform), dead-lettered ${dead}${s.lines_lost > 0 ? `, lost ${s.lines_lost} (the dead-letter store was full)` : ''}`,
       `  requests ${reqs}; ${(s.bytes_read / 1e6).toFixed(2)} MB read, ${(s.bytes_sent / 1e6).toFixed(2)} MB sent in ${s.seconds.toFixed(1)} s`,
       ...(s.error ? [`  error: ${s.error}`] : []),
       '',
@@ -93,7 +93,9 @@ const command: Command = {
     }
     if (!token) throw new UsageError('no API token: set api.token (or SPOOLSHIP_TOKEN), or api.token_file');
     const network = embedded ? EMBEDDED_NETWORK : await readNetworkSetup(c, baseUrl, io.env);
-    const deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(), () => undefined);
+    const deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(), (input, firstOfStretch) => {
+      if (firstOfStretch) log.error({ event: 'dead_letter_full', datasource: input.datasource, max_bytes: c.dead_letter.max_bytes }, 'dead-letter store full: lines for it are dropped (lost; the summary counts them in lines_lost); raise dead_letter.max_bytes, or replay or purge it');
+    });
     await deadLetters.open();
     const total = inputs.every((i) => i.size !== null) ? inputs.reduce((a, i) => a + (i.size ?? 0), 0) : null;
     let live: SendSummary | null = null;
