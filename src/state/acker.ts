@@ -190,8 +190,8 @@ export class Acker implements StateWrites, LongLived {
           this.closed = true;
           return this.o.events.onFatal(err);
         }
-        this.setCheckpointFault(fault);
-        this.o.log.warn({ event: 'checkpoint_failed', err: String(err) }, 'checkpoint failed; will retry');
+        // Said once when the fault begins (checkpoint_fault, with the error), not at every retry.
+        this.setCheckpointFault(fault, err);
       })
       .finally(() => (this.checkpointing = null));
   }
@@ -219,11 +219,11 @@ export class Acker implements StateWrites, LongLived {
     this.o.events.onFaultsChange(this.faultSet());
   }
 
-  private setCheckpointFault(f: StateFault): void {
+  private setCheckpointFault(f: StateFault, err?: unknown): void {
     if (f === this.checkpointFault) return;
     const previous = this.checkpointFault;
     this.checkpointFault = f;
-    if (f) this.o.log.error({ event: 'checkpoint_fault', fault: f, state_dir: this.o.stateDir }, 'state_dir: cannot write the checkpoint; will retry');
+    if (f) this.o.log.error({ event: 'checkpoint_fault', fault: f, state_dir: this.o.stateDir, err: String(err) }, 'state_dir: cannot write the checkpoint; retried every 5 s, resumes by itself');
     else this.o.log.info({ event: 'checkpoint_fault_cleared', previous }, 'state_dir: checkpoint written again');
     this.o.events.onFaultsChange(this.faultSet());
   }

@@ -252,7 +252,14 @@ describe('Acker', () => {
     s.acker.tick();
     await settle();
     expect(s.acker.faults).toEqual(['disk_full']);
-    expect(s.events.some((e) => e.event === 'checkpoint_fault' && e.fault === 'disk_full')).toBe(true);
+    // Retried every CHECKPOINT_EVERY_MS, said once (one event per state change, not one per retry).
+    for (let i = 0; i < 3; i++) {
+      s.clock.advance(CHECKPOINT_EVERY_MS);
+      s.acker.tick();
+      await settle();
+    }
+    expect(s.events.map((e) => e.event)).toEqual(['checkpoint_fault']);
+    expect(s.events[0]).toMatchObject({ level: 'error', fault: 'disk_full', err: 'Error: ENOSPC: test' });
     s.store.journalBytes = 0;
     full = false;
     s.clock.advance(CHECKPOINT_EVERY_MS);
