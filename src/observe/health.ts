@@ -28,8 +28,9 @@ export function readiness(src: HealthSources, clock: Clock, lingerMs: number): R
   reasons.push(...src.acker.faults);
   // Backlog: batches being sent, or waiting in the disk queue (an outage
   // moves them there); a parked Data Source's queued batches are its park.
+  // A parked budget holds every batch: that is its reason, not no_progress.
   const backlog = src.pipeline.batchesActive > 0 || src.queue.batchesExcept(new Set(parked.keys())) > 0;
-  if (backlog && clock.now() - src.pipeline.lastAckAt > STALL_LINGER_PERIODS * lingerMs) reasons.push('no_progress');
+  if (!src.sender.budgetPark.reason && backlog && clock.now() - src.pipeline.lastAckAt > STALL_LINGER_PERIODS * lingerMs) reasons.push('no_progress');
   return { ready: reasons.length === 0, reasons };
 }
 

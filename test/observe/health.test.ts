@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { readiness, STALL_LINGER_PERIODS, type HealthSources } from '../../src/observe/health.js';
 import { ManualClock } from '../support/manual-clock.js';
 
-function sources(o: { parked: Record<string, string>; queued: string[]; active?: number; lastAckAt?: number }): HealthSources {
+function sources(o: { parked: Record<string, string>; queued: string[]; active?: number; lastAckAt?: number; budgetPark?: string }): HealthSources {
   return {
-    sender: { budgetPark: { reason: null }, parkedDataSources: () => new Map(Object.entries(o.parked)) },
+    sender: { budgetPark: { reason: o.budgetPark ?? null }, parkedDataSources: () => new Map(Object.entries(o.parked)) },
     acker: { faults: [] },
     pipeline: { batchesActive: o.active ?? 0, lastAckAt: o.lastAckAt ?? 0 },
     queue: {
@@ -30,6 +30,15 @@ describe('readiness', () => {
     // A batch of a Data Source that is not parked waits too: that is no progress.
     expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: ['gone', 'ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['datasource_rejected', 'no_progress']);
     expect(readiness(sources({ parked: {}, queued: ['ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['no_progress']);
+  });
+
+  it('a parked budget is its own reason, not no_progress as well (it holds every batch)', () => {
+    const clock = new ManualClock();
+    const lastAckAt = clock.now();
+    clock.advance(STALL_LINGER_PERIODS * lingerMs + 1);
+    for (const budgetPark of ['token_rejected', 'workspace_not_found', 'unexpected_response']) {
+      expect(readiness(sources({ parked: {}, queued: ['ok'], active: 3, lastAckAt, budgetPark }), clock, lingerMs)).toEqual({ ready: false, reasons: [budgetPark] });
+    }
   });
 
   it('no_progress only after STALL_LINGER_PERIODS linger periods without an acknowledgement', () => {
