@@ -378,13 +378,19 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset. */
   async deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: DeadLetterReason, status: number | null): Promise<void> {
     const inputs = await deadLetterInputs({ ds, lineStart }, raw, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
+    let stored = 0;
     await Promise.all(
       inputs.map(async (input) => {
         const r = await this.retryStateWrite(() => this.o.deadLetters.add(input));
-        if (r === 'stored') this.o.metrics.linesDeadLettered.inc({ datasource: ds, reason });
+        if (r === 'stored') {
+          stored++;
+          this.o.metrics.linesDeadLettered.inc({ datasource: ds, reason });
+        }
       }),
     );
-    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, batch: batchId, reason, status, lines: inputs.length }, 'lines moved to the dead-letter store');
+    // `count`, as the reader's dead_letters_written says it; `lines` (the batch's lines for the store) stays for older readers of the log.
+    const dropped = inputs.length - stored;
+    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, batch: batchId, reason, status, count: stored, lines: inputs.length, ...(dropped > 0 ? { dropped } : {}) }, 'lines moved to the dead-letter store');
   }
 
   private retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {

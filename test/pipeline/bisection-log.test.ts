@@ -56,7 +56,7 @@ describe('400 bisection logging', () => {
 
     const start = logs.find((l) => l.event === 'bisection_started')!;
     expect(start).toMatchObject({ level: 'warn', datasource: 'ev', lines: 2003, status: 400 });
-    for (const w of logs.filter((l) => l.event === 'dead_letters_written')) expect(w).toMatchObject({ datasource: 'ev', reason: 'rejected', lines: 1, batch: start.batch });
+    for (const w of logs.filter((l) => l.event === 'dead_letters_written')) expect(w).toMatchObject({ datasource: 'ev', reason: 'rejected', count: 1, lines: 1, batch: start.batch });
     const end = logs.find((l) => l.event === 'bisection_over')!;
     expect(end).toMatchObject({ datasource: 'ev', batch: start.batch, outcome: 'done', lines_acked: 2000, lines_dead_lettered: 3 });
     // Every 400 of the episode, and every acknowledged piece, in one total.
