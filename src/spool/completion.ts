@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { CompletionOptions } from './options.js';
 import { statPath } from './identity.js';
 import type { FileTailer } from './tailer.js';
-import { followed, type Tailers } from './tailers.js';
+import { followed, quietSince, type Tailers } from './tailers.js';
 
 /**
  * `unfound`: when each file of the state without a tailer was first missed by
@@ -34,7 +34,7 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
       continue;
     }
     if (o.onComplete === 'delete' && followed(t) && fullyCommitted && t.unreadBytes === 0 && superseded(t, tailers)) {
-      const idle = o.clock.now() - t.lastGrowthAt >= o.idleMs;
+      const idle = o.clock.now() - quietSince(t) >= o.idleMs;
       if (!idle || !(await unchangedSinceRead(t))) continue;
       await fsp.rm(t.path, { force: true });
       await t.closeFd();

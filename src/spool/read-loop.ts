@@ -17,7 +17,7 @@ import { sharedBuffer } from '../batcher/buffers.js';
 import type { ReadOptions } from './options.js';
 import { READ_HERE, ScanReader, type ChunkReader } from './scan-reader.js';
 import type { FileTailer } from './tailer.js';
-import { followed, type Tailers } from './tailers.js';
+import { followed, quietSince, type Tailers } from './tailers.js';
 
 export const READ_BUFFER_BYTES = 1024 * 1024;
 /**
@@ -107,7 +107,7 @@ export class ReadLoop {
   }
 
   private idle(t: FileTailer): boolean {
-    return this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs;
+    return this.o.clock.now() - quietSince(t) >= this.o.idleMs;
   }
 
   /**

@@ -111,3 +111,16 @@ export class Tailers {
 export function followed(t: Pick<FileTailer, 'finished'>): boolean {
   return !t.finished;
 }
+
+/**
+ * Where idle_ms counts from: the file's last growth, or its move out of the
+ * patterns, whichever came later. logrotate renames a file its writer still
+ * holds: one idle before the rename is still written to until the writer
+ * reopens, so the rename starts the count again (docs/spool.md "Rotation";
+ * counted from the last growth, a file idle before it was finished, its half
+ * line sent split, the moment the rename was seen, and with on_complete:
+ * delete, deleted).
+ */
+export function quietSince(t: Pick<FileTailer, 'lastGrowthAt' | 'goneSince'>): number {
+  return Math.max(t.lastGrowthAt, t.goneSince ?? Number.NEGATIVE_INFINITY);
+}

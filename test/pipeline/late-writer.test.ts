@@ -7,7 +7,7 @@
 // The file-system steps that must look atomic to the agent (a rename and the
 // new file's creation, an append and a move) are made with synchronous calls:
 // the agent runs in this process, so no scan can fall between them.
-import { appendFileSync, closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -61,6 +61,38 @@ describe('a renamed file keeps being read until it is idle', () => {
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
   });
+
+  it.each(['keep', 'delete'] as const)(
+    'a file idle for longer than idle_ms before the rename is still read for idle_ms after it (on_complete: %s): the late lines arrive, the half line whole',
+    async (onComplete) => {
+      const dir = await tempDir();
+      const emu = await startEmu(dir);
+      const spool = path.join(dir, 'spool');
+      const file = path.join(spool, 'ev', 'app.ndjson');
+      const rotated = path.join(spool, 'ev', 'app.ndjson.1');
+      const app = openLog(file);
+      const before = jsonLines('before', 0, 100);
+      app.write(`${before.join('\n')}\n{"id":"half",`);
+      const idleMs = 1000;
+      const { agent, stop } = await startAgent(configFor(dir, emu, { spool: { idle_ms: idleMs, on_complete: onComplete } }));
+      await waitForRows(emu, dir, 'ev', before, 'the first 100 rows');
+      // Set-up, not a proof: the file goes idle well before logrotate comes.
+      await new Promise((r) => setTimeout(r, idleMs * 1.5));
+      renameSync(file, rotated);
+      appendFileSync(file, `${jsonLines('next', 0, 10).join('\n')}\n`);
+      // The agent has seen the rename once its status shows the new name.
+      const files = async () => ((await agent.status()) as { datasources: Array<{ files: Array<{ path: string }> }> }).datasources.flatMap((d) => d.files.map((f) => f.path));
+      await waitFor(async () => (await files()).includes(rotated), 'the rename seen');
+      const late = jsonLines('late', 0, 50);
+      app.write(`"n":1}\n${late.join('\n')}\n`);
+      const expected = [...before, ...jsonLines('next', 0, 10), '{"id":"half","n":1}', ...late];
+      await waitForRows(emu, dir, 'ev', expected, 'every line, the late ones too', { timeoutMs: 15_000 });
+      // on_complete: delete still deletes it, once idle for idle_ms after the rename (and committed).
+      if (onComplete === 'delete') await waitFor(() => !existsSync(rotated), 'the rotated file deleted once idle');
+      await stop();
+      expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+    },
+  );
 
   it("a file idle and closed, grown and moved to olddir before a scan saw it grow: its tail is found and read", async () => {
     const dir = await tempDir();
