@@ -18,6 +18,7 @@ import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.
 import type { Clock } from '../util/clock.js';
 import { partOf, type StartedParts } from './lifecycle.js';
 import type { BudgetMemory } from '../sender/budget-memory.js';
+import { readKeyFileSync } from '../util/bounded-read.js';
 
 export class ApiConnection {
   engine!: DeliveryEngine;
@@ -56,6 +57,9 @@ export class ApiConnection {
     this.token = await TokenSource.create(c.api.token, c.api.token_file);
     this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
     this.route = proxyRoute(c.api.proxy, this.o.env, apiBaseUrl(c));
+    // Read again when the client and the budget are made; here, a missing one refuses the start before the state_dir is touched.
+    if (c.api.ca_file) readKeyFileSync('api.ca_file', c.api.ca_file);
+    if (c.limits.redis_ca_file) readKeyFileSync('limits.redis_ca_file', c.limits.redis_ca_file);
   }
 
   /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */

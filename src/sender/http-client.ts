@@ -6,7 +6,7 @@
 // the first request needs it, or earlier through warm(): the agent calls it
 // when its first batch goes to compression, so the module loads on the main
 // thread while the threadpool compresses instead of before any file is read.
-import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
+import { readKeyFileSync } from '../util/bounded-read.js';
 import { Readable } from 'node:stream';
 import { MIN_SECRET_LENGTH, scrub } from '../config/redact.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -81,7 +81,7 @@ export class EventsClient implements LongLived {
     this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
     // Read now: a missing CA file is a start-up error, not a first-request one.
-    this.ca = opts.caFile ? readRegularFileSync(opts.caFile, MAX_SECRET_FILE_BYTES) : undefined;
+    this.ca = opts.caFile ? readKeyFileSync('api.ca_file', opts.caFile) : undefined;
     this.identity = opts.identity ?? null;
   }
 

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../util/clock.js';
 import { createLocalLimiter, type RateLimiter } from './limiter.js';
 import type { BudgetMemory } from './budget-memory.js';
-import { MAX_SECRET_FILE_BYTES, readRegularFileSync } from '../util/bounded-read.js';
+import { readKeyFileSync } from '../util/bounded-read.js';
 
 export interface LimiterContext {
   limits: Config['limits'];
@@ -30,7 +30,7 @@ export async function createLimiter(ctx: LimiterContext): Promise<RateLimiter> {
   return RedisLimiter.start({
     redisUrl: limits.redis_url,
     // Read now: a missing CA file is a start-up error, not a join failure that falls back quietly.
-    redisCa: limits.redis_ca_file ? readRegularFileSync(limits.redis_ca_file, MAX_SECRET_FILE_BYTES) : undefined,
+    redisCa: limits.redis_ca_file ? readKeyFileSync('limits.redis_ca_file', limits.redis_ca_file) : undefined,
     budgetId: limits.budget_id ?? deriveBudgetId(ctx.baseUrl, ctx.token),
     requestsPerSecond: limits.requests_per_second,
     fallbackRequestsPerSecond: limits.fallback_requests_per_second,

@@ -12,12 +12,18 @@
 //   root's, group/other-writable     -> refused: we cannot chmod it (an emptyDir mount): use a subdirectory
 //   another user's             -> refused: that user can chmod it back at any time
 import { promises as fsp, type Stats } from 'node:fs';
-import { StateDirUnsafeError, StateLayoutError } from '../errors.js';
+import { ConfigError, StateDirUnsafeError, StateLayoutError } from '../errors.js';
 import { OPEN_TO_OTHERS, WRITABLE_BY_OTHERS, currentUid, modeOf } from '../util/owner.js';
 
 /** Create state_dir (0700) if need be, tighten it if it is ours, refuse it if it is not safe. */
 export async function secureStateDir(dir: string, onTightened: (modeWas: string) => void, uid = currentUid()): Promise<void> {
-  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    // A file where the directory (or one above it) should be, or a dangling link on the way: the config's to fix (exit 2).
+    if (err.code === 'EEXIST' || err.code === 'ENOTDIR' || err.code === 'ENOENT') {
+      throw new ConfigError([{ path: 'state_dir', value: dir, why: `cannot be made a directory (${err.code}: ${err.code === 'ENOENT' ? 'a link on the way leads nowhere' : 'a file is in the way'}); point state_dir at a directory, or move the file away` }]);
+    }
+    throw err;
+  });
   // stat, not lstat: a state_dir that is a link to a directory is the operator's choice; its target is what others could change.
   await judge(dir, await fsp.stat(dir), onTightened, uid, AGENT);
 }

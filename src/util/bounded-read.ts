@@ -5,6 +5,7 @@
 // the whole process in open() (no signal handled, SIGTERM ignored).
 import { closeSync, constants as fsc, fstatSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { ConfigError } from '../errors.js';
 
 /** A config of 16 MiB is already absurd. */
 export const MAX_CONFIG_FILE_BYTES = 16 * 1024 * 1024;
@@ -42,6 +43,21 @@ export function readRegularFileSync(file: string, maxBytes: number): Buffer {
     return Buffer.from(buf.subarray(0, got));
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * readRegularFileSync for the file a config key names (api.ca_file,
+ * limits.redis_ca_file): one that cannot be read is a config error naming
+ * the key (exit 2), not an unexpected one with a stack trace.
+ */
+export function readKeyFileSync(key: string, file: string): Buffer {
+  try {
+    return readRegularFileSync(file, MAX_SECRET_FILE_BYTES);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (!e.code) throw err;
+    throw new ConfigError([{ path: key, value: file, why: `cannot read it (${e.code}); create it or fix the path` }]);
   }
 }
 

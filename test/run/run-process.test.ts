@@ -1,7 +1,7 @@
 // `spoolship run` as a real child process: signals, reload, the state lock.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
-import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -141,6 +141,52 @@ describe('spoolship run (process)', () => {
     expect(await a.exited).toBe(0);
   });
 
+  it('SIGHUP with a changed config whose token_file cannot be read is rejected: the old pipeline keeps running and shipping', async () => {
+    const { dir, emu } = await setup();
+    await writeFile(path.join(dir, 'tok'), emu.token, { mode: 0o600 });
+    const write = (linger: number) =>
+      writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: ${emu.url}\n  token_file: ./tok\nspool:\n  dir: ./spool\nstate_dir: ./state\nbatch:\n  linger_ms: ${linger}\nadmin:\n  listen: ""\nlog:\n  format: json\n`);
+    await write(50);
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 100));
+    const a = startRun(dir);
+    await until(() => rowsOf(dir).length === 100, 'first rows');
+    // A secret being rotated: the file is away for a moment, and the config changed too.
+    await rename(path.join(dir, 'tok'), path.join(dir, 'tok.new'));
+    await write(60);
+    a.child.kill('SIGHUP');
+    const rejected = await until(() => a.logs.find((l) => l.event === 'reload_rejected'), 'the rejection');
+    expect(String((rejected.problems as string[])[0])).toMatch(/^api\.token_file: ".*tok": cannot read it \(ENOENT\)/);
+    expect(a.logs.filter((l) => l.event === 'reload_restarting')).toHaveLength(0);
+    await rename(path.join(dir, 'tok.new'), path.join(dir, 'tok'));
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(100, 100));
+    await until(() => rowsOf(dir).length === 200, 'rows after the rejected reload');
+    expect(a.child.exitCode).toBe(null);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
+  it('SIGHUP that changes log.format: the new pipeline logs in the new format from its first line', async () => {
+    const { dir } = await setup();
+    const a = startRun(dir);
+    await until(() => a.logs.find((l) => l.event === 'started'), 'the start');
+    await writeFile(path.join(dir, 'cfg.yaml'), (await readFile(path.join(dir, 'cfg.yaml'), 'utf8')).replace('format: json', 'format: pretty'));
+    a.child.kill('SIGHUP');
+    // pino-pretty's lines are not JSON: the started line of the new pipeline is one of them.
+    await until(() => a.logs.find((l) => l.event === undefined && /started/.test(String(l.msg))), 'the new pipeline started, said in the pretty format');
+    expect(a.logs.filter((l) => l.event === 'started')).toHaveLength(1);
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
+  it('exits 2 naming state_dir when a file is where it should be, and leaves the file alone', async () => {
+    const { dir } = await setup();
+    await writeFile(path.join(dir, 'state'), 'not a directory');
+    const a = startRun(dir);
+    expect(await a.exited).toBe(2);
+    expect(a.logs.map((l) => String(l.msg)).join('\n')).toMatch(/state_dir: ".*state": cannot be made a directory \(EEXIST: a file is in the way\)/);
+    expect(readFileSync(path.join(dir, 'state'), 'utf8')).toBe('not a directory');
+  });
+
   it('SIGHUP with a changed config keeps the admin address (admin.listen needs a restart): port 0 is not bound again elsewhere', async () => {
     const { dir, cfg } = await setup();
     const cfgFile = path.join(dir, 'cfg.yaml');
@@ -207,6 +253,7 @@ describe('spoolship run (process)', () => {
   it.each([
     ['no token at all', '', 'api.token: null: no API token'],
     ['a token_file that does not exist', '  token_file: ./missing-token\n', 'api.token_file: "'],
+    ['a ca_file that does not exist', '  token: t\n  ca_file: ./missing-ca.pem\n', 'api.ca_file: "'],
   ])('exits 2 with %s, naming the key, and creates no state_dir', async (_what, tokenLines, message) => {
     const { dir, emu } = await setup();
     await writeFile(

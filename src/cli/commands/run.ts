@@ -3,7 +3,7 @@ import { Agent } from '../../agent/agent.js';
 import { StartStoppedError } from '../../agent/state-wait.js';
 import { loadConfig, restartRequiredChanges } from '../../config/index.js';
 import type { Config, LoadedConfig } from '../../config/types.js';
-import { EXIT_FAILURE, EXIT_OK, SpoolshipError } from '../../errors.js';
+import { EXIT_FAILURE, EXIT_OK, SpoolshipError, formatProblem } from '../../errors.js';
 import { createLogger, type Logger } from '../../log.js';
 import { createMetrics } from '../../metrics/metrics.js';
 import { SharedAdmin } from '../../admin/server.js';
@@ -15,6 +15,7 @@ import { HeapGrowth } from '../../util/heap-growth.js';
 import { Scavenger, collections } from '../../util/scavenge.js';
 import { parseCommandArgs, type CliIo, type Command } from '../command.js';
 import { BudgetMemory } from '../../sender/budget-memory.js';
+import { unreadableFiles } from '../../agent/preflight.js';
 
 const usage = `Usage: spoolship run [-c FILE]
 
@@ -147,16 +148,25 @@ class Daemon {
       return;
     }
     if (this.stopRequested) return;
+    // Before the old pipeline stops (agent/preflight.ts): a file it cannot read keeps the old one running.
+    const unreadable = await unreadableFiles(config);
+    if (unreadable.length > 0) {
+      log.error({ event: 'reload_rejected', problems: unreadable.map(formatProblem) }, 'new config rejected (a file it names cannot be read); the agent keeps running on the old one');
+      await this.agent.reloadToken();
+      return;
+    }
     log.info({ event: 'reload_restarting' }, 'config changed: restarting the pipeline on it (in-flight requests drain first)');
     await this.agent.close({ forReload: true });
     // Stopping: the drain above was the stop's (the old pipeline's state is
     // persisted); finish() closes the closed agent again, at once.
     if (this.stopRequested) return;
+    // The new pipeline logs at the new config's level and format from its first line.
+    this.log = createLogger(config.log, this.io.stderr);
     try {
       this.agent = await this.startAgent(config);
       this.loaded = { ...next, config };
-      this.log = createLogger(config.log, this.io.stderr);
     } catch (err) {
+      this.log = log;
       // Stopped while the new agent waited for its state_dir: finish() closes the old one (closed already).
       if (err instanceof StartStoppedError) return;
       log.error({ event: 'reload_start_failed', err: String(err) }, 'the new config could not start; going back to the old one');
