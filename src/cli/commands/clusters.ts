@@ -79,7 +79,7 @@ Options:
   --dry-run              show the plan, send nothing
   --force                skip the sum rules (writer/reader 100, copyjob 1 per replica)
   --wait                 after the change, wait until no operation is in progress and every replica runs
-                         (list: wait so for --cluster's cluster, or every cluster, then list)
+                         (list: waits so for --cluster's cluster, or for every cluster, then lists)
   --wait-timeout-ms N    give up waiting after N ms (default ${DEFAULT_WAIT_TIMEOUT_MS}); exit 1
   --poll-interval-ms N   poll the listing every N ms while waiting (default ${DEFAULT_POLL_INTERVAL_MS})
   --timeout-ms N         per HTTP request (default ${DEFAULT_REQUEST_TIMEOUT_MS})
