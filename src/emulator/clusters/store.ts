@@ -97,7 +97,7 @@ export class ClusterStore {
     c.weights = cloneWeights(weights);
     for (const [role, w] of Object.entries(newReplica)) (c.weights[role] ??= {})[name] = w;
     this.markBusy(c);
-    // The answer describes the replica as requested: `adding` (service-api.md),
+    // The answer describes the replica as requested: `adding` (docs/clusters.md "The emulator's cluster API"),
     // even when --replica-delay-ms 0 makes the listing say `running` at once.
     return { ...this.replicaView(rec), state: 'adding' };
   }
