@@ -29,8 +29,7 @@ async function store(dir: string): Promise<StateStore> {
 
 describe('state replay', () => {
   it('status and start-up recovery agree where a gap in one file abandons a batch that also covers another', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-replay-'));
-    dirs.push(dir);
+    const dir = await tempReplayDir();
     const s = await store(dir);
     s.trackFile(meta('a', 1), 0);
     s.trackFile(meta('b', 2), 0);
@@ -62,8 +61,7 @@ describe('state replay', () => {
   });
 
   it('a batch queued under an id of its own (a piece of a cut batch, no intent) keeps its id out of the next batches after a crash', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-replay-'));
-    dirs.push(dir);
+    const dir = await tempReplayDir();
     const s = await store(dir);
     s.trackFile(meta('a', 1), 0);
     const b1 = s.newBatchId();
