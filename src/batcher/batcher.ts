@@ -148,8 +148,8 @@ export class Batcher {
   }
 
   /**
-   * Hand over buf[from, to): complete lines (buf[to - 1] is "\n") starting at
-   * file offset `offset`. `look`: the reader's look at it with plainLineLimit
+   * Hand over buf[from, to): complete lines (buf[to - 1] is "\n", or a
+   * finished file's remainder, sent with a newline) at file offset `offset`. `look`: the reader's look at it with plainLineLimit
    * (its run of ordinary lines and their CRC): they are not searched again.
    */
   append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, look?: ChunkLook): void {
@@ -185,9 +185,10 @@ export class Batcher {
     let pos = from;
     while (pos < to) {
       const nl = newlineAt(buf, pos, to);
-      const next = nl + 1;
+      // No newline: a finished file's remainder, claimed to the file's end.
+      const next = Math.min(nl + 1, to);
       const contentEnd = contentEndOf(buf, pos, nl);
-      const hasCr = contentEnd !== nl;
+      const rewritten = contentEnd !== nl || nl === to;
       const contentLen = contentEnd - pos;
       const lineStart = offset + (pos - from);
       const lineEnd = offset + (next - from);
@@ -213,7 +214,7 @@ export class Batcher {
           this.close(b, true);
           b = this.batchFor(file.ds);
         }
-        if (hasCr) {
+        if (rewritten) {
           flushRun(pos);
           deps.progress.claim(file.key, lineStart, lineEnd, b.id, buf.subarray(pos, next));
           this.copyInto(b, buf, pos, contentEnd, 1);

@@ -69,9 +69,10 @@ async function readRangeOr(p: string, start: number, end: number, meta?: FileMet
       got += bytesRead;
     }
     // A short read means the range is not what was recorded: never send part
-    // of it as if whole. The one exception: a finished file's remainder is
-    // recorded one byte past its end (the newline the agent added), so
-    // exactly one byte short, not ending in a newline, is that line.
+    // of it as if whole. The one exception: journals and queues written
+    // before the change in CHANGELOG ("a finished file's remainder") record
+    // that remainder one byte past the file's end (the newline the agent
+    // added), so exactly one byte short, not ending in a newline, is that line.
     if (got === buf.length) return buf;
     if (got === buf.length - 1 && got > 0 && buf[got - 1] !== 10) return buf.subarray(0, got);
     return 'gone';
@@ -120,8 +121,9 @@ function sameBytes(r: RangeRecord & { crc?: number | null }, data: Buffer): bool
   if (typeof r.crc !== 'number') return true;
   const crc = crc32(data);
   if (crc === r.crc) return true;
-  // A finished file's remainder: a batch took it with the newline the agent
-  // added (a queued record's CRC, rangeCrcs, is of the file's bytes alone).
+  // A finished file's remainder as older records have it: with the
+  // newline the agent added (a queued record's CRC, rangeCrcs, is of the
+  // file's bytes alone). Now its range ends at the file's end.
   return data.length === r.end - r.start - 1 && crc32(NEWLINE, crc) === r.crc;
 }
 

@@ -373,10 +373,8 @@ export class FileTailer implements TrackedFileRef {
     } else {
       // Pinned lines are read back through the descriptor that stayed open.
       const text = this.carry.length === len ? this.carry : this.fh ? await readAt(this.fh, start, len) : this.carry;
-      const line = Buffer.concat([text, Buffer.from('\n')]);
-      // The claimed range ends one byte past the file's end (the added newline);
-      // the file is finished, so nothing is ever read there.
-      batcher.append(this, line, 0, line.length, start);
+      // Sent with a newline; claimed (and committed) to the file's end only.
+      batcher.append(this, text, 0, text.length, start);
     }
     this.skipping = false;
     this.carry = Buffer.alloc(0);

@@ -21,9 +21,11 @@ function recorder() {
     append(_f: unknown, buf: Buffer, from: number, to: number, offset: number) {
       let pos = from;
       while (pos < to) {
+        // A finished file's remainder comes without its newline.
         const nl = buf.indexOf(10, pos);
-        lines.push({ text: buf.toString('utf8', pos, nl), offset: offset + (pos - from) });
-        pos = nl + 1;
+        const end = nl === -1 || nl >= to ? to : nl;
+        lines.push({ text: buf.toString('utf8', pos, end), offset: offset + (pos - from) });
+        pos = end + 1;
       }
     },
     tooLong(_f: unknown, head: Buffer, total: number, start: number, end: number) {

@@ -51,19 +51,26 @@ describe('re-forming a batch from its recorded ranges', () => {
     batcher.append({ key: 'a', ds: 'ev', path: fa }, a, 0, a.length, 0);
     const lastNl = b.lastIndexOf(10) + 1;
     batcher.append({ key: 'b', ds: 'ev', path: fb }, b, 0, lastNl, 0);
-    // The file is finished: its partial last line is sent whole (the tailer adds the newline).
-    const tail = Buffer.concat([b.subarray(lastNl), Buffer.from('\n')]);
-    batcher.append({ key: 'b', ds: 'ev', path: fb }, tail, 0, tail.length, lastNl);
+    // The file is finished: its partial last line is handed over without a
+    // newline, sent whole, and claimed to the file's end, not past it.
+    batcher.append({ key: 'b', ds: 'ev', path: fb }, b, lastNl, b.length, lastNl);
     batcher.closeAll();
     expect(closed.length).toBeGreaterThan(2);
+    expect(Math.max(...progress.files.get('b')!.entries.map((e) => e.end))).toBe(b.length);
     const paths: Record<string, string> = { a: fa, b: fb };
-    for (const batch of closed) {
-      const ranges = progress.rangesOf(batch.id);
-      const r = await reformBatch(ranges, (k) => paths[k], (k) => progress.files.get(k)?.meta);
-      expect(r.missing).toEqual([]);
-      expect(r.lines).toBe(batch.lines);
-      expect(r.body.equals(batch.body)).toBe(true);
-    }
+    const reformAll = async () => {
+      for (const batch of closed) {
+        const ranges = progress.rangesOf(batch.id);
+        const r = await reformBatch(ranges, (k) => paths[k], (k) => progress.files.get(k)?.meta);
+        expect(r.missing).toEqual([]);
+        expect(r.lines).toBe(batch.lines);
+        expect(r.body.equals(batch.body)).toBe(true);
+      }
+    };
+    await reformAll();
+    // Its writer went on after it was finished: the batches re-form the same.
+    await writeFile(fb, Buffer.concat([b, Buffer.from('{"b":"later"}\n')]));
+    await reformAll();
     expect(closed.map((c) => c.body.toString()).join('')).toBe(
       '{"a":1}\n{"a":2}\n{"a":3,"pad":"' + 'x'.repeat(40) + '"}\n{"a":4}\n{"b":1}\n{"b":2}\n{"b":"tail without newline"}\n',
     );
@@ -187,13 +194,17 @@ describe('re-forming a batch from its recorded ranges', () => {
         batcher.append({ key: f.key, ds: 'ev', path: f.path }, f.data, pos[i]!, to, pos[i]!, look);
         pos[i] = to;
       }
-      // Finished files: the partial last line is sent whole (the tailer adds the newline).
+      // Finished files: the partial last line, handed over without a newline, is sent whole.
       for (const f of files) {
         if (f.complete === f.data.length) continue;
-        const tail = Buffer.concat([f.data.subarray(f.complete), Buffer.from('\n')]);
-        batcher.append({ key: f.key, ds: 'ev', path: f.path }, tail, 0, tail.length, f.complete);
+        batcher.append({ key: f.key, ds: 'ev', path: f.path }, f.data, f.complete, f.data.length, f.complete);
       }
       batcher.closeAll();
+      // Every byte claimed, none past a file's end (the committed offset is where a restart reads on).
+      for (const f of files) {
+        const ends = (progress.files.get(f.key)?.entries ?? []).map((e) => e.end);
+        if (ends.length > 0) expect(Math.max(...ends), `seed ${seed}, ${f.key}`).toBe(f.data.length);
+      }
       const paths = Object.fromEntries(files.map((f) => [f.key, f.path]));
       for (const batch of closed) {
         const r = await reformBatch(progress.rangesOf(batch.id), (k) => paths[k], (k) => progress.files.get(k)?.meta);
