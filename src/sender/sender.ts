@@ -41,7 +41,8 @@ export class Sender implements LongLived, SizeCaps {
   private readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
   private readonly splits: SplitEpisode;
-  private parkDetail: string | null = null;
+  /** What parked the budget: the log's detail, and the answer's status (0: no answer). */
+  private parkCause: { detail: string | null; status: number } = { detail: null, status: 0 };
   /** Parks and the Retry-After pause, waited for before each attempt. */
   private readonly clearance: Clearance;
   private stopping = false;
@@ -56,7 +57,7 @@ export class Sender implements LongLived, SizeCaps {
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
-    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkDetail : null));
+    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkCause.detail : null));
     this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
   }
 
@@ -357,12 +358,11 @@ export class Sender implements LongLived, SizeCaps {
         if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
-      // A request already under way when the budget parked was acknowledged:
-      // the token and the host are fine after all (403s for a Data Source that
-      // does not exist can arrive before any success).
-      else if (v.kind === 'ack' && this.budgetPark.parked) this.budgetPark.unpark();
+      // A request under way when a 403 parked the budget was acknowledged: the token
+      // is fine after all (a Data Source that does not exist answered first).
+      else if (v.kind === 'ack' && this.budgetPark.parked && this.parkCause.status === 403) this.budgetPark.unpark();
       if (v.kind === 'park') {
-        this.parkDetail = v.detail;
+        this.parkCause = { detail: v.detail, status: outcome.kind === 'response' ? outcome.status : 0 };
         this.budgetPark.park(v.reason);
         continue;
       }

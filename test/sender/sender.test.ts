@@ -309,6 +309,28 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     for (const w of waiting) expect(await w).toBe('aborted');
   });
 
+  it.each([
+    ['401', { kind: 'status', status: 401 }, 'token_rejected'],
+    ['3xx', { kind: 'status', status: 301, location: 'http://elsewhere.example/' }, 'unexpected_response'],
+  ] as const)('a %s park holds when a request sent before it is acknowledged after it: only a 403 may be a Data Source that does not exist', async (_name, fault, reason) => {
+    const h = await harness();
+    // a's answer comes late, after b's refusal has parked the budget.
+    h.emu.failNext(1, { kind: 'slow', delay_ms: 1500 });
+    h.emu.failNext(1, fault);
+    const a = h.sender.deliver(await h.batch('a', lines('a', 2)));
+    await settle(() => h.sent.length === 1, 'a sent');
+    const b = h.sender.deliver(await h.batch('b', lines('b', 2)));
+    await settle(() => h.parks.length === 1, 'the budget parked by b\'s answer');
+    expect(await a).toBe('done');
+    expect(h.parks).toEqual([{ scope: 'budget', reason }]);
+    // b waits for the probe in 60 s, not sent again at once.
+    await settle(() => h.clock.waiting > 0, 'b waiting for the probe');
+    expect(h.clock.nextWakeInMs()).toBe(60_000);
+    expect(h.sent.map((x) => x.ds)).toEqual(['a', 'b']);
+    void h.sender.close();
+    expect(await b).toBe('aborted');
+  });
+
   it('a 403 everywhere (the token was revoked) still parks the budget as token_rejected', async () => {
     const h = await harness();
     expect(await h.sender.deliver(await h.batch('a', lines('a', 2)))).toBe('done');
