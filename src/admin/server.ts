@@ -5,7 +5,8 @@ import type http from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { ConfigError } from '../errors.js';
+import { ConfigError, StateLockedError } from '../errors.js';
+import { readLockHolder } from '../state/lock.js';
 import type { LongLived } from '../util/lifecycle.js';
 
 // node:http by require, not import: on Node >= 22 the module's ES facade
@@ -99,14 +100,18 @@ export class AdminServer implements LongLived {
 
 /**
  * admin.listen, bound: its address. A taken address is a config error
- * naming the key (nothing else has been created yet).
+ * naming the key (nothing else has been created yet), unless a live agent
+ * holds `stateDir`: then it is that agent (the same config started twice),
+ * and the refusal names it, as the state_dir's lock would.
  */
-export async function listenAdmin(server: AdminServer, listen: string): Promise<string> {
+export async function listenAdmin(server: AdminServer, listen: string, stateDir: string): Promise<string> {
   try {
     return await server.start(listen);
   } catch (err) {
     await server.close().catch(() => undefined);
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    const holder = code === 'EADDRINUSE' ? await readLockHolder(stateDir) : null;
+    if (holder !== null) throw new StateLockedError(stateDir, holder);
     throw new ConfigError([
       {
         path: 'admin.listen',
@@ -132,8 +137,8 @@ export class SharedAdmin {
     this.server = new AdminServer({ registry, readiness: () => this.current.readiness(), status: () => this.current.status() });
   }
 
-  async listen(listen: string): Promise<void> {
-    this.url = await listenAdmin(this.server, listen);
+  async listen(listen: string, stateDir: string): Promise<void> {
+    this.url = await listenAdmin(this.server, listen, stateDir);
   }
 
   /** From now on /readyz and /status are this agent's. */

@@ -445,7 +445,7 @@ export class Agent {
       readiness: () => this.readyz(),
       status: () => (this.started ? this.status() : null),
     });
-    this.adminUrl = await listenAdmin(this.admin, c.admin.listen);
+    this.adminUrl = await listenAdmin(this.admin, c.admin.listen, c.state_dir);
     this.parts.add('admin server', this.admin);
   }
 

@@ -87,6 +87,23 @@ describe('the state lock between agents (process)', () => {
     expect((await winner.exited).code).toBe(0);
   });
 
+  it('the same config started twice (the same admin.listen): the second exits 2 naming the first, not the taken port', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const cfg = await writeConfig(dir, t);
+    const first = spawnAgent(cfg.configFile);
+    await first.started;
+    const admin = new URL(String(first.logs.find((l) => l.event === 'started')!.admin));
+    // The config as an operator writes it: a fixed port, the one the first agent holds.
+    await writeConfig(dir, t, { admin: { listen: admin.host } });
+    const second = spawnAgent(cfg.configFile);
+    expect((await second.exited).code).toBe(2);
+    expect(second.stderr).toContain(`state_dir ${cfg.stateDir} is in use by process ${first.pid}`);
+    expect(second.stderr).not.toContain('admin.listen');
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+  });
+
   it('no flock on PATH: one WARN, the lock file alone, and a second agent with or without flock is refused naming the first', async () => {
     const dir = await tempDir();
     const t = await startEmu(dir);

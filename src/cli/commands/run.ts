@@ -85,7 +85,7 @@ class Daemon {
     try {
       if (this.loaded.config.admin.listen !== '') {
         this.admin = new SharedAdmin(this.metrics.registry);
-        await this.admin.listen(this.loaded.config.admin.listen);
+        await this.admin.listen(this.loaded.config.admin.listen, this.loaded.config.state_dir);
       }
       this.started = this.startAgent(this.loaded.config).then((a) => void (this.agent = a));
       await this.started;
