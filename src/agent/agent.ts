@@ -172,7 +172,7 @@ export class Agent {
       codec: this.codec,
       clock: this.clock,
       env: deps.env ?? {},
-      wake: () => this.sender.wake(),
+      wake: () => this.sender.wake(this.queue.batches === 0),
       budget: deps.budget,
     });
   }

@@ -41,8 +41,7 @@ export class Sender implements LongLived, SizeCaps {
   private readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
   private readonly splits: SplitEpisode;
-  /** What parked the budget: the log's detail, and the answer's status (0: no answer). */
-  private parkCause: { detail: string | null; status: number } = { detail: null, status: 0 };
+  private parkCause = { detail: null as string | null, status: 0 }; // what parked the budget (status 0: no answer)
   /** Parks and the Retry-After pause, waited for before each attempt. */
   private readonly clearance: Clearance;
   private stopping = false;
@@ -75,8 +74,9 @@ export class Sender implements LongLived, SizeCaps {
     return this.refusals.parked();
   }
 
-  /** SIGHUP / token file change: probe parked budgets and Data Sources now. */
-  wake(): void {
+  /** SIGHUP / token file change: probe parked budgets and Data Sources now; with no batch to probe with (`nothingQueued` and none held), the budget unparks and the next batch proves the new token. */
+  wake(nothingQueued = false): void {
+    if (nothingQueued && this.deliveries.size === 0) this.budgetPark.unpark();
     this.budgetPark.wake();
     this.refusals.wake();
   }

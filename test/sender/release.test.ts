@@ -57,6 +57,27 @@ describe('Sender.release', () => {
     expect(h.sender.parkedDataSources().has('ds')).toBe(false);
   });
 
+  it('a budget park with nothing left to probe with (its batch released): a wake (SIGHUP, token file) unparks it; with a batch queued on disk it waits for that probe', async () => {
+    const h = await harness({ dataDir: null });
+    h.token.value = 'wrong-token';
+    const done = h.sender.deliver(await h.batch('ds', lines('t', 5), 4));
+    await settle(() => h.parks.length === 1 && h.clock.waiting > 0, 'parked, waiting for the probe');
+    expect(await h.sender.release(4)!.wait()).toBe(5);
+    expect(await done).toBe('done');
+    h.token.value = h.emu.token;
+    // A batch still in the disk queue is the probe (the replayer sends it): the park stays until its answer.
+    h.sender.wake(false);
+    expect(h.parks).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
+    // Nothing anywhere: nothing can prove the new token, and nothing is at risk.
+    h.sender.wake(true);
+    expect(h.parks).toEqual([
+      { scope: 'budget', reason: 'token_rejected' },
+      { scope: 'budget', reason: null },
+    ]);
+    // The next batch goes at once (the clock does not move).
+    expect(await h.sender.deliver(await h.batch('ds', lines('u', 2), 5))).toBe('done');
+  });
+
   it('a batch mid-bisection: the acknowledged half stays acknowledged; only the unresolved pieces and the isolated bad line are dead-lettered', async () => {
     const h = await harness({ dataDir: null });
     h.emu.setFaults([{ kind: 'reject_marker', marker: 'BAD' }]);
