@@ -8,6 +8,8 @@ export interface ProgressSnapshot {
   totalBytes: number | null;
   linesAcked: number;
   linesDeadLettered: number;
+  /** Why requests are being retried, while they are (`network: ECONNREFUSED ...`). */
+  retrying?: string | null;
 }
 
 const PLAIN_EVERY_MS = 5000;
@@ -50,6 +52,7 @@ export function renderProgress(s: ProgressSnapshot, elapsedS: number): string {
   const mbps = s.bytesRead / 1e6 / secs;
   let text = `${fmt(s.linesAcked)} lines acked (${fmt(Math.round(rate))}/s), ${(s.bytesRead / 1e6).toFixed(1)} MB read (${mbps.toFixed(1)} MB/s)`;
   if (s.linesDeadLettered) text += `, ${fmt(s.linesDeadLettered)} dead-lettered`;
+  if (s.retrying) text += `, retrying (${s.retrying}; Ctrl-C stops)`;
   if (s.totalBytes) {
     const frac = Math.min(1, s.bytesDone / s.totalBytes);
     const eta = frac > 0 ? Math.max(0, secs / frac - secs) : null;

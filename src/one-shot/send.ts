@@ -56,6 +56,10 @@ export interface SendOptions {
   onProgress?: (s: SendSummary) => void;
   /** Bytes of lines acknowledged or dead-lettered (newlines included): the progress bar follows them. */
   onDone?: (bytes: number) => void;
+  /** Why requests are being retried now (`reason: cause`), null again at the next acknowledgement: the progress line shows it. */
+  onRetrying?: (why: string | null) => void;
+  /** Aborted (Ctrl-C): nothing more is sent; the summary says what was not acknowledged. */
+  signal?: AbortSignal;
 }
 
 const SLACK = 2;
@@ -93,8 +97,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.requests[String(status)] = (summary.requests[String(status)] ?? 0) + 1;
         summary.bytes_sent += wire;
       },
-      onRetry: () => undefined,
+      onRetry: (reason, _ds, cause) => o.onRetrying?.(`${reason}: ${cause}`),
       onAck: (_ds, lines, raw, quarantined) => {
+        o.onRetrying?.(null);
         o.onDone?.(raw);
         summary.lines_acked += lines;
         summary.rows_quarantined += quarantined;
@@ -162,6 +167,13 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       summary.bytes_read += bytes;
     },
   });
+  const interrupted = () => {
+    summary.error ??= 'interrupted: nothing more was sent; the lines not acknowledged must be sent again';
+    void sender.close();
+    roomWaiter?.();
+  };
+  if (o.signal?.aborted) interrupted();
+  o.signal?.addEventListener('abort', interrupted, { once: true });
   const tick = setInterval(() => {
     batcher.closeExpired(c.batch.linger_ms);
     o.onProgress?.(summary);
@@ -184,6 +196,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     batcher.closeAll();
     while (tasks.size > 0) await Promise.allSettled([...tasks]);
   } finally {
+    o.signal?.removeEventListener('abort', interrupted);
     clearInterval(tick);
     void sender.close();
     await engine.close().catch(() => undefined);

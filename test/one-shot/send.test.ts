@@ -142,6 +142,35 @@ describe('spoolship send', () => {
     expect(error).not.toMatch(/404|another region/);
   });
 
+  it('an API that cannot be reached: the progress line says why it retries; Ctrl-C stops it with the summary and exit 1', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-send-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    // A port nothing listens on.
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise((r) => probe.close(r));
+    await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: http://127.0.0.1:${port}\n  token: t\nstate_dir: ${dir}/state\nretry:\n  initial_ms: 5\n  max_ms: 20\n`);
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
+    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
+    cleanups.push(async () => child.kill('SIGKILL'));
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const told = new Promise<void>((resolve) =>
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        if (/retrying \(network: ECONNREFUSED[^)]*127\.0\.0\.1:\d+; Ctrl-C stops\)/.test(stderr)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await told;
+    child.kill('SIGINT');
+    expect(await exited).toBe(1);
+    expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
+  });
+
   it('exits 2 and sends nothing for a missing file, a missing -d or a bad Data Source name', async () => {
     const { dir, emu } = await setup();
     for (const args of [['send', '-c', 'cfg.yaml', '-d', 'events', 'nope.ndjson'], ['send', '-c', 'cfg.yaml'], ['send', '-c', 'cfg.yaml', '-d', '9bad']]) {

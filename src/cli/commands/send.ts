@@ -100,18 +100,38 @@ const command: Command = {
     const total = inputs.every((i) => i.size !== null) ? inputs.reduce((a, i) => a + (i.size ?? 0), 0) : null;
     let live: SendSummary | null = null;
     let done = 0;
+    let retrying: string | null = null;
     const display = new ProgressDisplay(io.stderr, () => ({
       bytesRead: live?.bytes_read ?? 0,
       bytesDone: done,
       totalBytes: total,
       linesAcked: live?.lines_acked ?? 0,
       linesDeadLettered: Object.values(live?.lines_dead_lettered ?? {}).reduce((a, b) => a + b, 0),
+      retrying,
     }));
     display.start();
+    // Ctrl-C: stop sending, then the summary (exit 1); a second one ends the process at once.
+    const interrupt = new AbortController();
+    const onInterrupt = () => interrupt.abort();
+    process.once('SIGINT', onInterrupt);
     let summary: SendSummary;
     try {
-      summary = await runSend({ config: c, baseUrl, token, network, datasource: ds, inputs, deadLetters, log, onProgress: (s) => (live = s), onDone: (bytes) => (done += bytes) });
+      summary = await runSend({
+        config: c,
+        baseUrl,
+        token,
+        network,
+        datasource: ds,
+        inputs,
+        deadLetters,
+        log,
+        onProgress: (s) => (live = s),
+        onDone: (bytes) => (done += bytes),
+        onRetrying: (why) => (retrying = why),
+        signal: interrupt.signal,
+      });
     } finally {
+      process.off('SIGINT', onInterrupt);
       display.stop();
       await embedded?.close();
     }
