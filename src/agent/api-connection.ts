@@ -72,7 +72,7 @@ export class ApiConnection {
       parts.add('embedded emulator', partOf(() => this.embedded?.close()));
       baseUrl = this.embedded.url;
       this.token = await TokenSource.create(this.embedded.token, null);
-      log.info({ url: baseUrl }, 'embedded emulator started');
+      log.info({ event: 'embedded_emulator_started', url: baseUrl }, 'embedded emulator started');
     } else {
       if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
         log.warn({ event: 'token_file_readable', file: c.api.token_file }, TOKEN_FILE_READABLE);

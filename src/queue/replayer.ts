@@ -100,7 +100,7 @@ export class QueueReplayer implements LongLived {
         this.o.onPastDedupWindow();
         if (!this.warnedOld) {
           this.warnedOld = true;
-          this.o.log.warn({ datasource: rec.header.ds }, 'sending a queued batch older than 5 hours: the platform no longer deduplicates its retries');
+          this.o.log.warn({ event: 'queued_past_dedup_window', datasource: rec.header.ds }, 'sending a queued batch older than 5 hours: the platform no longer deduplicates its retries');
         }
       }
       let unresolved: Part[] | null = null;

@@ -184,7 +184,7 @@ export class RedisLimiter implements RateLimiter {
     if (budget.repairedAtJoin) {
       o.log.warn({ event: 'budget_key_repaired', ...where }, 'the shared budget key held nonsense or a slot absurdly far away; reset it (check what else writes to this Redis key)');
     }
-    o.log.info(where, rejoined ? 'Redis reachable again: back on the shared request budget' : 'joined the shared request budget (Redis)');
+    o.log.info({ event: rejoined ? 'budget_rejoined' : 'budget_joined', ...where }, rejoined ? 'Redis reachable again: back on the shared request budget' : 'joined the shared request budget (Redis)');
   }
 
   private onLost(budget: RedisBudget, err: unknown): void {

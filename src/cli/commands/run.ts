@@ -39,7 +39,7 @@ Signals:
 function applicable(current: Readonly<Config>, next: Readonly<Config>, log: Logger): Readonly<Config> {
   const kept = restartRequiredChanges(current, next);
   if (kept.length === 0) return next;
-  for (const key of kept) log.warn({ key }, 'this key changes only at a restart; keeping the running value');
+  for (const key of kept) log.warn({ event: 'reload_key_kept', key }, 'this key changes only at a restart; keeping the running value');
   const merged = structuredClone(next) as Config;
   merged.state_dir = current.state_dir;
   merged.admin = { ...merged.admin, listen: current.admin.listen };
@@ -201,7 +201,7 @@ const command: Command = {
     // The memory settings and libuv's pool for compression.threads, in this same process (src/cli/memory.ts).
     if (io.env === process.env) reexecForRun(threadpoolSize(compressionThreads(loaded.config.compression.threads).threads));
     const log = createLogger(loaded.config.log, io.stderr);
-    for (const w of loaded.warnings) log.warn(w);
+    for (const w of loaded.warnings) log.warn({ event: 'config_warning' }, w);
     const eol = nodeEndOfLife(process.version, new Date());
     if (eol) {
       log.warn(
