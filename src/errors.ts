@@ -205,3 +205,14 @@ export class WaitTimeoutError extends SpoolshipError {
 function truncate(s: string, max = 300): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
+
+/**
+ * A file-system error on a path from the config (a file where state_dir
+ * should be, no permission), told as the path and the fix rather than a
+ * stack trace; null for any other error.
+ */
+export function fsErrorMessage(err: unknown): string | null {
+  const e = err as NodeJS.ErrnoException | null;
+  if (typeof e?.code !== 'string' || typeof e.path !== 'string') return null;
+  return `cannot ${e.syscall ?? 'use'} ${e.path} (${e.code}); check that path in the config (state_dir, spool.dir) and its permissions, or run as the agent's user`;
+}

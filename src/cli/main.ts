@@ -1,7 +1,7 @@
 // Dispatcher: finds the command, prints help and version, and turns thrown
 // SpoolshipErrors into their exit codes. Command modules load lazily so that
 // `spoolship --version` and `check-config` do not pay for undici or zstd.
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SpoolshipError } from '../errors.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, SpoolshipError, fsErrorMessage } from '../errors.js';
 import type { CliIo, Command } from './command.js';
 import { version } from '../util/version.js';
 
@@ -71,6 +71,8 @@ function editDistance(a: string, b: string): number {
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const [first, ...rest] = argv;
+  // `spoolship help run` is `spoolship run --help`.
+  if (first === 'help' && rest[0] !== undefined && COMMANDS[rest[0]]) return main([rest[0], '--help'], io);
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     io.stdout.write(mainHelp());
     return first === undefined ? EXIT_USAGE : EXIT_OK;
@@ -100,6 +102,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (err instanceof SpoolshipError) {
       io.stderr.write(`spoolship ${first}: ${err.message}\n`);
       return err.exitCode;
+    }
+    const fsMessage = fsErrorMessage(err);
+    if (fsMessage) {
+      io.stderr.write(`spoolship ${first}: ${fsMessage}\n`);
+      return EXIT_FAILURE;
     }
     io.stderr.write(`spoolship ${first}: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
     return EXIT_FAILURE;

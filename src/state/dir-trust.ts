@@ -12,6 +12,7 @@
 //   root's, group/other-writable     -> refused: we cannot chmod it (an emptyDir mount): use a subdirectory
 //   another user's             -> refused: that user can chmod it back at any time
 import { promises as fsp, type Stats } from 'node:fs';
+import path from 'node:path';
 import { ConfigError, StateDirUnsafeError, StateLayoutError } from '../errors.js';
 import { OPEN_TO_OTHERS, WRITABLE_BY_OTHERS, currentUid, modeOf } from '../util/owner.js';
 
@@ -19,9 +20,7 @@ import { OPEN_TO_OTHERS, WRITABLE_BY_OTHERS, currentUid, modeOf } from '../util/
 export async function secureStateDir(dir: string, onTightened: (modeWas: string) => void, uid = currentUid()): Promise<void> {
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     // A file where the directory (or one above it) should be, or a dangling link on the way: the config's to fix (exit 2).
-    if (err.code === 'EEXIST' || err.code === 'ENOTDIR' || err.code === 'ENOENT') {
-      throw new ConfigError([{ path: 'state_dir', value: dir, why: `cannot be made a directory (${err.code}: ${err.code === 'ENOENT' ? 'a link on the way leads nowhere' : 'a file is in the way'}); point state_dir at a directory, or move the file away` }]);
-    }
+    if (err.code === 'EEXIST' || err.code === 'ENOTDIR' || err.code === 'ENOENT') throw stateDirInTheWay(dir, err.code);
     throw err;
   });
   // stat, not lstat: a state_dir that is a link to a directory is the operator's choice; its target is what others could change.
@@ -74,5 +73,22 @@ async function judge(dir: string, st: Stats, onTightened: (modeWas: string) => v
       `is root's and writable by others (mode ${modeOf(st)}), which ${who.user} (uid ${uid}) cannot change`,
       `point state_dir at a directory inside it that the agent creates itself (e.g. ${dir.replace(/\/+$/, '')}/state), or chown it to uid ${uid}`,
     );
+  }
+}
+
+function stateDirInTheWay(dir: string, code: string): ConfigError {
+  return new ConfigError([{ path: 'state_dir', value: dir, why: `cannot be made a directory (${code}: ${code === 'ENOENT' ? 'a link on the way leads nowhere' : 'a file is in the way'}); point state_dir at a directory, or move the file away` }]);
+}
+
+/** The error `run` would give for state_dir's path (secureStateDir: a file or a dangling link in the way), found without creating anything (check-config); null when none. */
+export async function stateDirPathError(dir: string): Promise<ConfigError | null> {
+  for (let p = dir; ; p = path.dirname(p)) {
+    const st = await fsp.stat(p).catch((err: NodeJS.ErrnoException) => err.code ?? 'error');
+    if (typeof st !== 'string') return st.isDirectory() ? null : stateDirInTheWay(dir, p === dir ? 'EEXIST' : 'ENOTDIR');
+    if (st === 'ENOTDIR') return stateDirInTheWay(dir, 'ENOTDIR');
+    // Permissions and the like: the start itself says what is wrong.
+    if (st !== 'ENOENT') return null;
+    if (await fsp.lstat(p).then(() => true, () => false)) return stateDirInTheWay(dir, 'ENOENT');
+    if (path.dirname(p) === p) return null;
   }
 }

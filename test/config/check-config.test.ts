@@ -145,4 +145,26 @@ describe('check-config keeps credentials in URLs out of its output', () => {
     const any = writeFile(dir, 'any.yaml', 'api:\n  base_url: https://api.eu.example.com\n  token: t\nspool:\n  dir: ./spool\n  follow_symlinks: any\nstate_dir: ./state\n');
     expect(runCli(['check-config', '-c', any], { cwd: dir }).stderr).not.toContain('is a symlink');
   });
+
+  it('a file where state_dir should be: check-config exits 2 naming state_dir, as run does; queue list, dead-letter list and help name the path, not a stack', () => {
+    const dir = tempDir();
+    writeFile(dir, 'a-file', 'x\n');
+    const file = writeFile(dir, 'c.yaml', `api:\n  base_url: embedded\nstate_dir: ${path.join(dir, 'a-file', 'state')}\nspool:\n  dir: ${dir}\n`);
+    const check = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain(`state_dir: "${path.join(dir, 'a-file', 'state')}": cannot be made a directory (ENOTDIR: a file is in the way)`);
+    const run = runCli(['run', '-c', file], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('state_dir: ');
+    for (const cmd of [['queue', 'list'], ['dead-letter', 'list']]) {
+      const r = runCli([...cmd, '-c', file], { cwd: dir });
+      expect(r.code, cmd.join(' ')).toBe(1);
+      expect(r.stderr, cmd.join(' ')).toMatch(new RegExp(`^spoolship ${cmd[0]}: cannot \\w+ ${path.join(dir, 'a-file')}\\S* \\(ENOTDIR\\); check that path in the config \\(state_dir`));
+      expect(r.stderr, cmd.join(' ')).not.toContain('    at ');
+    }
+    // A directory where state_dir is, in the right place: no problem.
+    const ok = writeFile(dir, 'ok.yaml', `api:\n  base_url: embedded\nstate_dir: ${path.join(dir, 'new', 'state')}\nspool:\n  dir: ${dir}\n`);
+    expect(runCli(['check-config', '-c', ok], { cwd: dir }).code).toBe(0);
+    expect(runCli(['help', 'run'], { cwd: dir }).stdout).toMatch(/^Usage: spoolship run /);
+  });
 });

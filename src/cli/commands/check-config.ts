@@ -10,6 +10,7 @@ import { affectedByUpgrade } from '../../config/affected.js';
 import { scrub } from '../../config/redact.js';
 import { otherCanRead, TOKEN_FILE_READABLE } from '../../sender/token.js';
 import { checkLayout } from '../../spool/layout.js';
+import { stateDirPathError } from '../../state/dir-trust.js';
 import { parseCommandArgs, type Command } from '../command.js';
 
 const usage = `Usage: spoolship check-config [-c FILE]
@@ -71,6 +72,9 @@ const command: Command = {
       onWarning: (w) => io.stderr.write(`spoolship check-config: warning: ${w}\n`),
       tokenRequired: true,
     });
+    // A file where state_dir should be: `run` refuses it (exit 2), so this does too.
+    const stateDirError = await stateDirPathError(loaded.config.state_dir);
+    if (stateDirError) throw stateDirError;
     io.stdout.write(renderEffectiveConfig(loaded));
     const layout = await checkLayout(loaded.config.spool.dir);
     if (layout.missing) io.stderr.write(`spoolship check-config: warning: spool.dir ${loaded.config.spool.dir} does not exist; the agent picks it up when it appears\n`);

@@ -12,7 +12,7 @@ import { loadConfig, NETWORK_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
-import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError } from '../../errors.js';
+import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError, fsErrorMessage } from '../../errors.js';
 import { deadLetterInputs } from '../../deadletter/from-batch.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
@@ -102,7 +102,7 @@ async function askRunningAgent(config: Readonly<Config>, req: ControlRequest, io
     answer = await askControl(config.state_dir, req, req.op === 'queue_list' ? LIST_TIMEOUT_MS : MOVE_TIMEOUT_MS);
   } catch (err) {
     if (err instanceof ControlUntrustedError) throw err;
-    io.stderr.write(`spoolship queue: ${(err as Error).message}\n`);
+    io.stderr.write(`spoolship queue: ${fsErrorMessage(err) ?? (err as Error).message}\n`);
     return 'failed';
   }
   if (answer && !answer.ok) {
