@@ -156,7 +156,8 @@ export class EventsClient implements LongLived {
       };
     } catch (err) {
       if (cut?.aborted && !timeout.aborted) return { kind: 'error', code: 'ABORTED', timeout: false, message: 'request cut: the sender was destroyed' };
-      return errorOutcome(this.tlsMemo.explain(err) ?? err, timeout.aborted);
+      if (timeout.aborted) return { kind: 'error', code: 'TIMEOUT', timeout: true, message: `no answer within api.timeout_ms (${this.opts.timeoutMs} ms)` };
+      return errorOutcome(this.tlsMemo.explain(err) ?? err, false);
     }
   }
 
@@ -200,7 +201,8 @@ export function errorOutcome(err: unknown, aborted: boolean): SendOutcome {
   if (err instanceof ProxyFailure) return { kind: 'error', code: err.code, timeout: aborted, message: err.message };
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
   // undici wraps connect failures: the errno code is on the cause.
-  const code = e.cause?.code ?? e.code ?? e.name ?? 'UNKNOWN';
+  // Only a string is a code (a DOMException's `code` is a number).
+  const code = [e.cause?.code, e.code, e.name].find((c): c is string => typeof c === 'string') ?? 'UNKNOWN';
   const message = e.cause?.message ?? e.message ?? String(err);
   return { kind: 'error', code, timeout: aborted || TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(e.code ?? ''), message };
 }

@@ -68,6 +68,14 @@ describe('EventsClient against a hostile server', () => {
     const outcome = await client(`http://127.0.0.1:${port}`).post('ds', Buffer.from('{"a":1}\n'), null);
     expect(outcome).toMatchObject({ kind: 'error', code: 'ECONNREFUSED', timeout: false });
   });
+
+  it('a server that never answers: a timeout named as api.timeout_ms, not as an exception\'s number', async () => {
+    const url = await serve((req) => req.resume());
+    const c = new EventsClient({ baseUrl: url, token: { get: () => 't' }, wait: true, http2: false, caFile: null, timeoutMs: 200, maxConnections: 2 });
+    cleanups.push(() => c.destroy());
+    const outcome = await c.post('ds', Buffer.from('{"a":1}\n'), null);
+    expect(outcome).toEqual({ kind: 'error', code: 'TIMEOUT', timeout: true, message: 'no answer within api.timeout_ms (200 ms)' });
+  });
 });
 
 // The Sender in front of a scripted server: each request takes the next answer.
