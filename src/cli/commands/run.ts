@@ -137,7 +137,7 @@ class Daemon {
       next = loadConfig({ file: this.loaded.file, env: this.io.env, cwd: this.io.cwd, tokenRequired: true });
     } catch (err) {
       if (!(err instanceof SpoolshipError)) throw err;
-      log.error({ event: 'reload_rejected', problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
+      log.warn({ event: 'reload_rejected', problems: err.message.split('\n') }, 'new config rejected; the agent keeps running on the old one');
       await this.agent.reloadToken();
       return;
     }
@@ -151,7 +151,7 @@ class Daemon {
     // Before the old pipeline stops (agent/preflight.ts): a file it cannot read keeps the old one running.
     const unreadable = await unreadableFiles(config);
     if (unreadable.length > 0) {
-      log.error({ event: 'reload_rejected', problems: unreadable.map(formatProblem) }, 'new config rejected (a file it names cannot be read); the agent keeps running on the old one');
+      log.warn({ event: 'reload_rejected', problems: unreadable.map(formatProblem) }, 'new config rejected (a file it names cannot be read); the agent keeps running on the old one');
       await this.agent.reloadToken();
       return;
     }
