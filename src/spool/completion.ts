@@ -6,8 +6,8 @@
 // scan has found for forget_after_ms (deleted while the agent was down).
 // With on_complete: delete, a file fully committed (to its end as a stat
 // sees it just before: nothing unread), idle for idle_ms and superseded
-// (renamed out of the patterns, or a newer file grows in its directory) is
-// deleted and finished.
+// (renamed out of the patterns, or a file created after it grows in its
+// directory) is deleted and finished.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { CompletionOptions } from './options.js';
@@ -33,9 +33,9 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
       store.forgetFile(t.key);
       continue;
     }
-    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && t.unreadBytes === 0 && superseded(t, tailers)) {
+    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && t.unreadBytes === 0) {
       const idle = o.clock.now() - quietSince(t) >= o.idleMs;
-      if (!idle || !(await unchangedSinceRead(t))) continue;
+      if (!idle || !(await superseded(t, tailers)) || !(await unchangedSinceRead(t))) continue;
       await fsp.rm(t.path, { force: true });
       await t.closeFd();
       t.markDeleted();
@@ -55,14 +55,30 @@ async function unchangedSinceRead(t: FileTailer): Promise<boolean> {
   return st !== null && st.dev === t.dev && st.ino === t.ino && st.size <= t.readOffset;
 }
 
-/** Renamed out of the patterns, or a newer file exists in the same directory. */
-function superseded(t: FileTailer, tailers: Tailers): boolean {
+/**
+ * Renamed out of the patterns, or a newer file in the same directory grew
+ * after it last did. Newer: created after it (birth time). Two writers in
+ * one directory each keep their file: an older file that grows does not
+ * supersede a newer one gone quiet. Where the file system keeps no birth
+ * time, one that grew after it counts as newer.
+ */
+async function superseded(t: FileTailer, tailers: Tailers): Promise<boolean> {
   if (t.detached) return true;
   const dir = path.dirname(t.path);
-  for (const other of tailers.values()) {
-    if (other !== t && followed(other) && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt) return true;
+  const grewSince = [...tailers.values()].filter((other) => other !== t && followed(other) && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt);
+  if (grewSince.length === 0) return false;
+  const born = await birthOf(t);
+  for (const other of grewSince) {
+    const otherBorn = await birthOf(other);
+    if (born === null || otherBorn === null || otherBorn > born) return true;
   }
   return false;
+}
+
+/** The file's birth time, while its path still names it; null where the file system keeps none. */
+async function birthOf(t: FileTailer): Promise<number | null> {
+  const st = await fsp.stat(t.path).catch(() => null);
+  return st && st.dev === t.dev && st.ino === t.ino && st.birthtimeMs > 0 ? st.birthtimeMs : null;
 }
 
 /**

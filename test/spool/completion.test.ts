@@ -56,6 +56,41 @@ describe('on_complete: delete', () => {
   });
 });
 
+describe('on_complete: delete, two writers in one directory', () => {
+  it('never deletes the newer file because an older one grew after it: only a file created after it supersedes it', async () => {
+    const { clock, s, commitAll } = await deleting();
+    const older = path.join(s.spool, 'ev', 'app2.ndjson');
+    const newer = path.join(s.spool, 'ev', 'app1.ndjson');
+    await writeFile(older, '{"o":1}\n');
+    // Created after it (its birth time is later), by another writer.
+    await new Promise((r) => setTimeout(r, 20));
+    await writeFile(newer, '{"n":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    // The newer file goes quiet for longer than idle_ms while the older one's writer goes on.
+    clock.advance(3 * IDLE_MS);
+    await appendFile(older, '{"o":2}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(IDLE_MS);
+    await s.spooler.scan();
+    expect(existsSync(newer), 'the newer file, idle but superseded by nothing, is kept').toBe(true);
+    expect(existsSync(older), 'the older file is still growing').toBe(true);
+    // The older one, idle now with a newer file beside it, is superseded.
+    clock.advance(IDLE_MS);
+    await appendFile(newer, '{"n":2}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(IDLE_MS);
+    await s.spooler.scan();
+    expect(existsSync(older), 'the older file, idle and superseded by a newer one, is deleted').toBe(false);
+    expect(existsSync(newer)).toBe(true);
+  });
+});
+
 describe('on_complete: delete, renamed out of the patterns', () => {
   it('never deletes the new file that took the old name (rename-and-create)', async () => {
     const { clock, s, commitAll } = await deleting();
