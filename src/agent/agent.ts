@@ -401,7 +401,7 @@ export class Agent {
       batcher: this.batcher,
       clock,
       // A state rebuilt from the journals may have lost files: never from their end (docs/delivery.md "Integrity of state").
-      startAt: this.store.unknownFilesFromStart ? 'beginning' : c.spool.start_at,
+      startAt: this.store.unknownFilesFromStart || !this.store.firstStart ? 'beginning' : c.spool.start_at,
       onComplete: c.spool.on_complete,
       idleMs: c.spool.idle_ms,
       forgetAfterMs: c.spool.forget_after_ms,

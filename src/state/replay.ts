@@ -68,6 +68,8 @@ export interface ReplayedState {
   rebuiltFromJournals: boolean;
   /** Files not in the state are read from their start at the next scan, whatever `start_at` says. */
   unknownFilesFromStart: boolean;
+  /** No checkpoint and no journal record: the first start on this state_dir (where `start_at: end` applies). */
+  firstStart: boolean;
   checkpointProblem: string | null;
   upgradedCheckpoint: boolean;
   tornJournal: boolean;
@@ -106,6 +108,7 @@ export async function replayState(stateDir: string, progress: Progress, { repair
     usedPrevCheckpoint: usedPrev,
     rebuiltFromJournals: rebuilt,
     unknownFilesFromStart: rebuilt || cp?.unknown_files_from_start === true,
+    firstStart: false,
     checkpointProblem: problems.length > 0 ? problems.join('; ') : null,
     upgradedCheckpoint: legacy,
     tornJournal: false,
@@ -138,6 +141,7 @@ export async function replayState(stateDir: string, progress: Progress, { repair
     for (const r of read.records) apply(st, r, doneIds);
     records += read.records.length;
   }
+  st.firstStart = cp === null && problems.length === 0 && records === 0;
   if (rebuilt && records === 0) throw new StateCorruptError(stateDir, [...problems, `no journal record to rebuild the state from (${st.journalSeqs.length} journal files)`]);
   settle(st);
   return st;

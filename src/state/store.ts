@@ -84,6 +84,8 @@ export class StateStore implements LongLived, BatchIds {
   private seenNow: SeenNow | null = null;
   /** ReplayedState.unknownFilesFromStart, kept in each checkpoint until a scan has ended. */
   private unknownFromStart = false;
+  /** No checkpoint and no journal record at load (ReplayedState.firstStart). */
+  private first = true;
 
   private constructor(private readonly opts: StateStoreOptions) {}
 
@@ -295,6 +297,16 @@ export class StateStore implements LongLived, BatchIds {
     return this.unknownFromStart;
   }
 
+  /**
+   * No checkpoint and no journal record were found: the first start on this
+   * state_dir. At any other start a file the state does not know was created
+   * while the agent was down, and it is read from its start whatever
+   * `start_at` says (a restart loses no line).
+   */
+  get firstStart(): boolean {
+    return this.first;
+  }
+
   /** Ids above these are given to new batches (the disk queue's, which the state may have lost with a checkpoint). */
   reserveIds(ids: Iterable<number>): void {
     for (const id of ids) this.nextId = Math.max(this.nextId, id + 1);
@@ -337,6 +349,7 @@ export class StateStore implements LongLived, BatchIds {
     for (const [id, q] of replayed.queued) this.queued.set(id, q);
     for (const [key, seen] of replayed.seen) this.seen.set(key, seen);
     this.unknownFromStart = replayed.unknownFilesFromStart;
+    this.first = replayed.firstStart;
     await this.relocateFiles();
     this.recovery = {
       intents: [...this.intents.values()].sort((a, b) => a.id - b.id),

@@ -200,6 +200,29 @@ describe('rotation and file handling', () => {
     expect(rows(emu2, dir2, 'ev')).toEqual(['{"new":1}']);
   });
 
+  it('start_at: end applies to the first start only: after a restart, files created while the agent was down are read from their start', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const d = path.join(dir, 'spool', 'ev');
+    await writeLines(path.join(d, 'a.ndjson'), ['{"old":1}']);
+    const config = configFor(dir, emu, { spool: { start_at: 'end' } });
+    const first = await startAgent(config);
+    await waitFor(async () => ((await first.agent.status()) as { datasources: Array<{ files: unknown[] }> }).datasources.some((x) => x.files.length > 0), 'the file found at its end');
+    await writeLines(path.join(d, 'a.ndjson'), ['{"a":2}']);
+    await waitForRows(emu, dir, 'ev', ['{"a":2}'], 'the line after the start');
+    await first.stop();
+    // While it is down: logrotate renames and creates, and another file appears.
+    await writeLines(path.join(d, 'a.ndjson'), ['{"a":3}']);
+    await rename(path.join(d, 'a.ndjson'), path.join(d, 'a.ndjson.1'));
+    await writeLines(path.join(d, 'a.ndjson'), ['{"c":1}', '{"c":2}']);
+    await writeLines(path.join(d, 'new.ndjson'), ['{"n":1}']);
+    const second = await startAgent(config);
+    const expected = ['{"a":2}', '{"a":3}', '{"c":1}', '{"c":2}', '{"n":1}'];
+    await waitForRows(emu, dir, 'ev', expected, 'every line written while it was down');
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), expected);
+  });
+
   it('on_complete: delete removes a file once committed, idle and superseded; keep leaves it', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
