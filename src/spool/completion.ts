@@ -27,20 +27,21 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
   for (const t of tailers.list()) {
     const fp = store.file(t.key);
     const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
+    // Followed, or renamed away and finished (its partial last line sent whole) but still there.
+    if (o.onComplete === 'delete' && !t.deleted && (followed(t) || t.detached) && fullyCommitted && t.unreadBytes === 0) {
+      const idle = o.clock.now() - quietSince(t) >= o.idleMs;
+      if (idle && (await superseded(t, tailers)) && (await unchangedSinceRead(t))) {
+        await fsp.rm(t.path, { force: true });
+        await t.closeFd();
+        t.markDeleted();
+        t.finish();
+        o.events.onFinished(t.ds, t.path, true);
+      }
+    }
     const forgettable = t.deleted || now - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= o.forgetAfterMs;
     if (!followed(t) && fullyCommitted && forgettable) {
       tailers.remove(t);
       store.forgetFile(t.key);
-      continue;
-    }
-    if (o.onComplete === 'delete' && followed(t) && fullyCommitted && t.unreadBytes === 0) {
-      const idle = o.clock.now() - quietSince(t) >= o.idleMs;
-      if (!idle || !(await superseded(t, tailers)) || !(await unchangedSinceRead(t))) continue;
-      await fsp.rm(t.path, { force: true });
-      await t.closeFd();
-      t.markDeleted();
-      t.finish();
-      o.events.onFinished(t.ds, t.path, true);
     }
   }
 }

@@ -78,7 +78,7 @@ export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock'>
 };
 
 /** What reading uses (read-loop.ts). */
-export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room' | 'readerThread'> & {
+export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room' | 'readerThread' | 'onComplete'> & {
   events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable' | 'onReaderThreadFailed'>;
 };
 

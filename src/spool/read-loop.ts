@@ -136,7 +136,8 @@ export class ReadLoop {
     await t.flushRemainder(this.o.batcher);
     t.finish();
     await t.closeFd();
-    this.o.events.onFinished(t.ds, t.path, false);
+    // With on_complete: delete, a file still there is finished once deleted (completion.ts says so then).
+    if (t.deleted || this.o.onComplete === 'keep') this.o.events.onFinished(t.ds, t.path, false);
   }
 
   private async atEnd(t: FileTailer): Promise<void> {

@@ -113,6 +113,39 @@ describe('on_complete: delete, renamed out of the patterns', () => {
     expect(existsSync(path.join(s.spool, 'ev', 'app.ndjson.1')), 'the old one, renamed out of the patterns, is').toBe(false);
     expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"old":1}\n{"new":1}\n');
   });
+
+  it('deletes a renamed file that ended in a partial line, once that line went whole and is committed', async () => {
+    const finished: Array<[string, boolean]> = [];
+    const clock = new ManualClock();
+    const s = await setup({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) }, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+    let acked = 0;
+    const commitAll = async () => {
+      for (const b of s.closed.slice(acked)) {
+        await s.store.recordIntent(b.id, b.ds);
+        s.store.completeBatch(b.id);
+      }
+      acked = s.closed.length;
+    };
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    const rotated = path.join(s.spool, 'ev', 'app.ndjson.1');
+    await writeFile(app, '{"a":1}\n{"half":1}');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    await rename(app, rotated);
+    await s.spooler.scan();
+    // Idle for idle_ms since the rename: read to its end, then finished, its partial line sent whole.
+    clock.advance(3 * IDLE_MS);
+    await s.spooler.scan();
+    await s.readAll();
+    await s.readAll();
+    expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"a":1}\n{"half":1}\n');
+    expect(existsSync(rotated), 'not deleted before the partial line is committed').toBe(true);
+    await commitAll();
+    await s.spooler.scan();
+    expect(existsSync(rotated), 'deleted once all of it is committed').toBe(false);
+    expect(finished).toEqual([['app.ndjson.1', true]]);
+  });
 });
 
 describe('copytruncate with a rewrite longer than what was read', () => {
