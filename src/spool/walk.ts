@@ -100,16 +100,20 @@ const MAX_NEARBY_DIRS = 64;
 
 /**
  * Where logrotate's olddir usually is, for a file that was in `dir`: the
- * directories in `dir` (`olddir old`) and those beside it (`olddir
- * ../archive`), at most MAX_NEARBY_DIRS, in name order. An olddir anywhere
- * else is only followed through a descriptor still open at the move.
+ * directories in `dir` (`olddir old`), those beside it (`olddir
+ * ../archive`) and those beside its parent (`olddir ../../archive`: beside
+ * spool.dir, for a file in a Data Source directory), at most
+ * MAX_NEARBY_DIRS, in that order and in name order. An olddir anywhere else
+ * is only followed through a descriptor still open at the move.
  */
 export async function nearbyDirs(dir: string): Promise<string[]> {
   const subdirs = async (d: string): Promise<string[]> => {
     const entries = await fsp.readdir(d, { withFileTypes: true }).catch(() => []);
     return entries.filter((e) => e.isDirectory()).map((e) => path.join(d, e.name)).sort();
   };
-  const parent = path.dirname(dir);
-  const beside = parent === dir ? [] : (await subdirs(parent)).filter((d) => d !== dir);
-  return [...(await subdirs(dir)), ...beside].slice(0, MAX_NEARBY_DIRS);
+  const besideOf = async (d: string): Promise<string[]> => {
+    const parent = path.dirname(d);
+    return parent === d ? [] : (await subdirs(parent)).filter((x) => x !== d);
+  };
+  return [...(await subdirs(dir)), ...(await besideOf(dir)), ...(await besideOf(path.dirname(dir)))].slice(0, MAX_NEARBY_DIRS);
 }

@@ -223,6 +223,25 @@ describe('rotation and file handling', () => {
     expectExactlyOnce(rows(emu, dir, 'ev'), expected);
   });
 
+  it("logrotate's olddir beside spool.dir while the agent was down: the file is found there and its tail read", async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, jsonLines('a', 0, 10));
+    const config = configFor(dir, emu);
+    const first = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the first lines');
+    await first.stop();
+    // While it is down: more lines, then `olddir ../../old` (beside spool.dir).
+    await writeLines(file, jsonLines('a', 10, 5));
+    await mkdir(path.join(dir, 'old'));
+    await rename(file, path.join(dir, 'old', 'a.ndjson.1'));
+    const second = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 15), 'the tail written before the move');
+    await second.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), jsonLines('a', 0, 15));
+  });
+
   it('on_complete: delete removes a file once committed, idle and superseded; keep leaves it', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
