@@ -149,7 +149,7 @@ describe('check-config keeps credentials in URLs out of its output', () => {
   it('a file where state_dir should be: check-config exits 2 naming state_dir, as run does; queue list, dead-letter list and help name the path, not a stack', () => {
     const dir = tempDir();
     writeFile(dir, 'a-file', 'x\n');
-    const file = writeFile(dir, 'c.yaml', `api:\n  base_url: embedded\nstate_dir: ${path.join(dir, 'a-file', 'state')}\nspool:\n  dir: ${dir}\n`);
+    const file = writeFile(dir, 'c.yaml', `api:\n  base_url: embedded\nstate_dir: ${path.join(dir, 'a-file', 'state')}\nspool:\n  dir: ${dir}\nadmin:\n  listen: ""\n`);
     const check = runCli(['check-config', '-c', file], { cwd: dir });
     expect(check.code).toBe(2);
     expect(check.stderr).toContain(`state_dir: "${path.join(dir, 'a-file', 'state')}": cannot be made a directory (ENOTDIR: a file is in the way)`);

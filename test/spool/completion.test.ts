@@ -12,9 +12,9 @@ import { setup } from './helpers.js';
 const IDLE_MS = 1000;
 
 /** A spooler with on_complete: delete on a manual clock; commitAll records and acknowledges every closed batch, as the sender would. */
-async function deleting() {
+async function deleting(events: Parameters<typeof setup>[0] = {}) {
   const clock = new ManualClock();
-  const s = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+  const s = await setup(events, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
   let acked = 0;
   const commitAll = async () => {
     for (const b of s.closed.slice(acked)) {
@@ -116,16 +116,7 @@ describe('on_complete: delete, renamed out of the patterns', () => {
 
   it('deletes a renamed file that ended in a partial line, once that line went whole and is committed', async () => {
     const finished: Array<[string, boolean]> = [];
-    const clock = new ManualClock();
-    const s = await setup({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) }, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
-    let acked = 0;
-    const commitAll = async () => {
-      for (const b of s.closed.slice(acked)) {
-        await s.store.recordIntent(b.id, b.ds);
-        s.store.completeBatch(b.id);
-      }
-      acked = s.closed.length;
-    };
+    const { clock, s, commitAll } = await deleting({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) });
     const app = path.join(s.spool, 'ev', 'app.ndjson');
     const rotated = path.join(s.spool, 'ev', 'app.ndjson.1');
     await writeFile(app, '{"a":1}\n{"half":1}');
