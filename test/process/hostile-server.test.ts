@@ -122,7 +122,7 @@ describe('a hostile server (process)', () => {
     expect(p.rawErr.join('\n')).not.toContain('TimeoutOverflowWarning');
   });
 
-  it('a request never answered at SIGTERM: exit 0 by shutdown_timeout_ms; the batch is sent again at the next start', async () => {
+  it('a request never answered at SIGTERM: exit 0 by shutdown_timeout_ms, also when a second signal comes during the drain (Ctrl-C, then a supervisor\'s SIGTERM); the batch is sent again at the next start', async () => {
     const dir = await tempDir();
     const t = await startEmu(dir, { faults: [{ kind: 'hang' }] });
     const cfg = await writeConfig(dir, t, { shutdown_timeout_ms: 2000, api: { timeout_ms: 120_000 } });
@@ -132,6 +132,9 @@ describe('a hostile server (process)', () => {
     const p = spawnAgent(cfg.configFile);
     const admin = (await p.started)!;
     await waitFor(async () => ((await getJson(`${admin}/status`)).body as { in_flight: number }).in_flight > 0, 'a request hanging at the server');
+    p.child.kill('SIGINT');
+    await waitFor(() => events(p, 'stopping').length > 0, 'the drain under way');
+    // A second signal while it drains: the stop under way goes on (it killed the process before).
     p.child.kill('SIGTERM');
     // Before the fix the process stayed up 30-60 s past the timeout; a
     // supervisor's stop timeout (90 s for systemd) is the outer bound here.

@@ -122,6 +122,8 @@ class Daemon {
 
   /** SIGHUP: serialised, so two signals in a row do not overlap. */
   hup(): void {
+    // Stopping: nothing to reload (the handlers stay on through the drain).
+    if (this.stopRequested) return;
     // A SIGHUP while the agent starts reloads once it has started.
     this.reloading = this.reloading.then(() => this.started).then(() => this.reload()).catch((err) => {
       this.fatalError ??= err;
@@ -239,10 +241,15 @@ const command: Command = {
       return EXIT_OK;
     }
     await daemon.stopped;
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
-    process.off('SIGHUP', onHup);
-    return daemon.finish();
+    // Kept through the drain: a second signal (Ctrl-C, then a supervisor's
+    // SIGTERM) must not end the process with its default action mid-stop.
+    try {
+      return await daemon.finish();
+    } finally {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      process.off('SIGHUP', onHup);
+    }
   },
 };
 export default command;
