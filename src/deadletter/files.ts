@@ -19,6 +19,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import zlib from 'node:zlib';
 import { cutName, LONG_NAME_PREFIX_CHARS } from '../util/long-name.js';
+import { entriesDone } from './replay-progress.js';
 
 export const REPLAYING_SUFFIX = '.ndjson.replaying';
 /** `operator`: moved there by `spoolship queue dead-letter` (a batch the platform will never accept). */
@@ -138,6 +139,13 @@ export async function* streamEntries(file: string): AsyncGenerator<Entry> {
   }
 }
 
+/** The entries of a dead-letter file that no replay has finished: a live file's all, a taken file's past those done (replay-progress.ts). */
+export async function* pendingEntries(file: string): AsyncGenerator<Entry> {
+  const skip = file.endsWith(REPLAYING_SUFFIX) ? await entriesDone(file) : 0;
+  let i = 0;
+  for await (const e of streamEntries(file)) if (i++ >= skip) yield e;
+}
+
 const CRC_KEY = ',"crc32":"';
 
 /** One record as a version 2 line (without its newline). */
@@ -159,15 +167,6 @@ function parseRecord(line: string): DeadLetterRecord | null {
     return v as DeadLetterRecord;
   } catch {
     return null;
-  }
-}
-
-export async function readEntries(file: string): Promise<Entry[]> {
-  try {
-    return parseEntries(await fsp.readFile(file, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
   }
 }
 
@@ -202,7 +201,8 @@ export async function listDeadLetters(dir: string, filter: Filter): Promise<List
   const records: DeadLetterRecord[] = [];
   const unreadable: Listing['unreadable'] = [];
   for (const f of await listDeadLetterFiles(dir, filter.datasource)) {
-    const entries = await readEntries(f.path);
+    const entries: Entry[] = [];
+    for await (const e of pendingEntries(f.path)) entries.push(e);
     const bad = entries.filter((e) => e.rec === null).length;
     if (bad > 0) unreadable.push({ file: f.path, lines: bad });
     for (const e of entries) if (e.rec && matches(e.rec, filter)) records.push(e.rec);

@@ -7,7 +7,8 @@ import { promises as fsp } from 'node:fs';
 import { FatalIoError } from '../errors.js';
 import type { LockEvent } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
-import { listDeadLetterFiles, liveFile, matches, replayingFile, streamEntries, type Filter } from './files.js';
+import { listDeadLetterFiles, liveFile, matches, pendingEntries, replayingFile, type Filter } from './files.js';
+import { clearDone } from './replay-progress.js';
 import { acquireReplayLock, appendDurably, exists, takeLiveFile } from './replay.js';
 
 export interface PurgeSummary {
@@ -18,7 +19,7 @@ export interface PurgeSummary {
 export async function countSelected(dir: string, filter: Filter): Promise<number> {
   let n = 0;
   for (const f of await listDeadLetterFiles(dir, filter.datasource)) {
-    for await (const e of streamEntries(f.path)) if (e.rec && matches(e.rec, filter)) n++;
+    for await (const e of pendingEntries(f.path)) if (e.rec && matches(e.rec, filter)) n++;
   }
   return n;
 }
@@ -57,7 +58,8 @@ async function purgeTaken(dir: string, ds: string, filter: Filter, sum: PurgeSum
     keep = [];
     bytes = 0;
   };
-  for await (const e of streamEntries(taken)) {
+  // Entries an interrupted replay finished are gone already (replay-progress.ts).
+  for await (const e of pendingEntries(taken)) {
     // Unreadable lines are kept: they cannot be shown to match.
     if (e.rec && matches(e.rec, filter)) sum.removed++;
     else {
@@ -67,6 +69,7 @@ async function purgeTaken(dir: string, ds: string, filter: Filter, sum: PurgeSum
     }
   }
   await flush();
+  await clearDone(taken);
   await fsp.rm(taken);
   await fsyncDir(dir);
 }

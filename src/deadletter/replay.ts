@@ -21,10 +21,11 @@
 // taken file goes only after the last window (4). So a record is never
 // lost. A crash between 1 and 4 leaves the taken file behind: `list` shows it
 // and the next replay processes it first (then takes the live file). The
-// costs are duplicates, never gaps: lines acknowledged before the crash are
-// sent again by the next replay, and records kept by the windows before the
-// crash are in both files. A torn append (crash inside 3) is read back
-// tolerantly (files.ts).
+// costs are duplicates, never gaps: after each 3 the number of entries done
+// is recorded (replay-progress.ts), and the next replay, purge and listing
+// skip them; only the window under way at the crash is sent again (and its
+// records kept may be in both files). A torn append (crash inside 3) is read
+// back tolerantly (files.ts).
 //
 // One replay per state_dir at a time: `dead-letter/spoolship.lock` (the
 // state lock module; a dead holder's lock is taken over).
@@ -32,7 +33,8 @@ import { promises as fsp } from 'node:fs';
 import { FatalIoError, StateLockedError, UsageError } from '../errors.js';
 import { acquireLock, type LockEvent } from '../state/lock.js';
 import { fsyncDir } from '../util/fsx.js';
-import { encodeRecord, listDeadLetterFiles, liveFile, matches, replayingFile, specRecord, streamEntries, type Entry, type Filter } from './files.js';
+import { encodeRecord, listDeadLetterFiles, liveFile, matches, pendingEntries, replayingFile, specRecord, streamEntries, type Entry, type Filter } from './files.js';
+import { clearDone, entriesDone, markDone } from './replay-progress.js';
 import type { LineResult, LineSender, StopReason } from './replay-sender.js';
 import { recordLineBytes, type DeadLetterRecord } from './store.js';
 
@@ -80,7 +82,7 @@ export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary
     sum.stopped = o.sender.stopReason;
     for (const ds of names) {
       for (const file of [replayingFile(o.dir, ds), liveFile(o.dir, ds)]) {
-        for await (const e of streamEntries(file)) if (e.rec && matches(e.rec, o.filter)) sum.remaining++;
+        for await (const e of pendingEntries(file)) if (e.rec && matches(e.rec, o.filter)) sum.remaining++;
       }
     }
     return sum;
@@ -120,6 +122,9 @@ async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary): P
   const taken = replayingFile(o.dir, ds);
   if (!(await exists(taken))) return;
   const windowBytes = o.maxBatchBytes * Math.max(1, o.concurrency);
+  // Entries an interrupted replay finished are skipped (replay-progress.ts).
+  const skip = await entriesDone(taken);
+  let done = skip;
   let window: Entry[] = [];
   let bytes = 0;
   const flush = async () => {
@@ -139,15 +144,20 @@ async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary): P
       const code = (err as NodeJS.ErrnoException).code ?? String(err);
       throw new FatalIoError(`could not put ${keep.length} record(s) back into ${liveFile(o.dir, ds)} (${code}); they are safe in ${taken}: fix the cause (disk space?) and run replay again`, err);
     }
+    done += window.length;
+    if (window.length > 0) await markDone(taken, done);
     window = [];
     bytes = 0;
   };
+  let i = 0;
   for await (const e of streamEntries(taken)) {
+    if (i++ < skip) continue;
     window.push(e);
     bytes += e.raw.length;
     if (bytes >= windowBytes) await flush();
   }
   await flush();
+  await clearDone(taken);
   await fsp.rm(taken);
   await fsyncDir(o.dir);
 }

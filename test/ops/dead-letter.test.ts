@@ -274,6 +274,29 @@ describe('dead-letter replay', () => {
     expect(await readdir(path.join(state, 'dead-letter'))).toEqual(['app.ndjson']);
   });
 
+  it('a replay killed with kill -9 mid-way: the next one resends at most the window under way, not the lines acknowledged before', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const state = path.join(dir, 'state');
+    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify({ n: i, pad: 'x'.repeat(950) }));
+    await writeDeadLetters(state, 'app.ndjson', lines.map((l) => dlInput('app', l)));
+    // One record per batch (a line of ~970 bytes, its record over 1 KB) and one batch at a time: a window is one record.
+    const cfg = await writeConfig(dir, emu, { batch: { max_bytes: 1000 }, limits: { max_in_flight: 1 } });
+    const first = startCli(['dead-letter', 'replay', '-c', cfg], dir);
+    await waitFor(() => rows(emu, dir, 'app').length >= 10, 'ten lines replayed');
+    first.child.kill('SIGKILL');
+    await first.done;
+    const before = rows(emu, dir, 'app').length;
+    const r = await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
+    expect(r.code).toBe(0);
+    const stored = rows(emu, dir, 'app');
+    expect(new Set(stored)).toEqual(new Set(lines));
+    // Sent twice: at most the window under way at the kill (one record here).
+    expect({ before, duplicates: stored.length - lines.length }).toEqual({ before, duplicates: expect.toBeOneOf([0, 1]) });
+    expect(JSON.parse(r.stdout)).toMatchObject({ remaining: 0 });
+    expect(await readdir(path.join(state, 'dead-letter'))).toEqual([]);
+  });
+
   it('replays a record glued to a torn write and keeps the fragment', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
