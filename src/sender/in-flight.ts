@@ -108,7 +108,8 @@ export class InFlightBound {
 
   /**
    * Send one request in its turn. 'over_learned' when `cutFirst()`, asked
-   * once the request holds its place in flight, says the piece must be cut
+   * once the request holds its place in flight and again once it holds its
+   * rate slot, says the piece must be cut
    * instead (a 413 lowered the learned limit meanwhile); null when
    * `mayGo()`, asked once it holds a rate slot, says no (the budget got paused or
    * parked, or the sender stopped).
@@ -139,6 +140,8 @@ export class InFlightBound {
         this.slotQueue.release();
       }
       if (!mayGo()) return null;
+      // A 413 may have lowered the learned limit while this one waited for its slot.
+      if (cutFirst()) return 'over_learned';
       const startedAt = this.o.clock.now();
       const outcome = await send();
       const answerMs = this.o.clock.now() - startedAt;
