@@ -149,8 +149,9 @@ export class Batcher {
 
   /**
    * Hand over buf[from, to): complete lines (buf[to - 1] is "\n", or a
-   * finished file's remainder, sent with a newline) at file offset `offset`. `look`: the reader's look at it with plainLineLimit
-   * (its run of ordinary lines and their CRC): they are not searched again.
+   * finished file's remainder, sent with a newline) at file offset
+   * `offset`. `look`: the reader's look at it with plainLineLimit (its run
+   * of ordinary lines and their CRC): they are not searched again.
    */
   append(file: TrackedFileRef, buf: Buffer, from: number, to: number, offset: number, look?: ChunkLook): void {
     const { deps } = this;

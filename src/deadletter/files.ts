@@ -119,10 +119,10 @@ function parseLine(line: string): Entry[] {
 
 /**
  * The entries of a file one line at a time (replay and purge never hold a
- * whole file: a dead-letter file may reach dead_letter.max_bytes). Nothing
- * when the file does not exist.
+ * whole file: a dead-letter file may reach dead_letter.max_bytes), past the
+ * first `skip`. Nothing when the file does not exist.
  */
-export async function* streamEntries(file: string): AsyncGenerator<Entry> {
+export async function* streamEntries(file: string, skip = 0): AsyncGenerator<Entry> {
   let fh;
   try {
     fh = await fsp.open(file, 'r');
@@ -132,7 +132,8 @@ export async function* streamEntries(file: string): AsyncGenerator<Entry> {
   }
   const lines = readline.createInterface({ input: fh.createReadStream({ encoding: 'utf8' }), crlfDelay: Infinity });
   try {
-    for await (const line of lines) yield* parseLine(line);
+    let i = 0;
+    for await (const line of lines) for (const e of parseLine(line)) if (i++ >= skip) yield e;
   } finally {
     lines.close();
     await fh.close().catch(() => undefined);
@@ -141,9 +142,7 @@ export async function* streamEntries(file: string): AsyncGenerator<Entry> {
 
 /** The entries of a dead-letter file that no replay has finished: a live file's all, a taken file's past those done (replay-progress.ts). */
 export async function* pendingEntries(file: string): AsyncGenerator<Entry> {
-  const skip = file.endsWith(REPLAYING_SUFFIX) ? await entriesDone(file) : 0;
-  let i = 0;
-  for await (const e of streamEntries(file)) if (i++ >= skip) yield e;
+  yield* streamEntries(file, file.endsWith(REPLAYING_SUFFIX) ? await entriesDone(file) : 0);
 }
 
 const CRC_KEY = ',"crc32":"';

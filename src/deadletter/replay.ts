@@ -149,9 +149,7 @@ async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary): P
     window = [];
     bytes = 0;
   };
-  let i = 0;
-  for await (const e of streamEntries(taken)) {
-    if (i++ < skip) continue;
+  for await (const e of streamEntries(taken, skip)) {
     window.push(e);
     bytes += e.raw.length;
     if (bytes >= windowBytes) await flush();
