@@ -134,7 +134,9 @@ describe('a hostile server (process)', () => {
     await waitFor(async () => ((await getJson(`${admin}/status`)).body as { in_flight: number }).in_flight > 0, 'a request hanging at the server');
     p.child.kill('SIGINT');
     await waitFor(() => events(p, 'stopping').length > 0, 'the drain under way');
-    // A second signal while it drains: the stop under way goes on (it killed the process before).
+    // More signals while it drains: the stop under way goes on (a SIGTERM killed the
+    // process before), and a SIGHUP reloads nothing.
+    p.child.kill('SIGHUP');
     p.child.kill('SIGTERM');
     // Before the fix the process stayed up 30-60 s past the timeout; a
     // supervisor's stop timeout (90 s for systemd) is the outer bound here.
@@ -143,6 +145,7 @@ describe('a hostile server (process)', () => {
     expect(exit!.code).toBe(0);
     expect(events(p, 'shutdown_timeout')).toHaveLength(1);
     expect(p.logs.at(-1)?.event).toBe('stopped');
+    expect(events(p, 'reload_requested')).toEqual([]);
     t.emu.setFaults([]);
     const q = spawnAgent(cfg.configFile);
     await q.started;
