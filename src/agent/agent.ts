@@ -400,7 +400,8 @@ export class Agent {
       store: this.store,
       batcher: this.batcher,
       clock,
-      // A state rebuilt from the journals may have lost files: never from their end (docs/delivery.md "Integrity of state").
+      // start_at: end only at the first start on this state_dir: at a later one an unknown file was created while
+      // the agent was down, and a rebuilt state may have lost files (docs/spool.md, docs/delivery.md "Integrity of state").
       startAt: this.store.unknownFilesFromStart || !this.store.firstStart ? 'beginning' : c.spool.start_at,
       onComplete: c.spool.on_complete,
       idleMs: c.spool.idle_ms,
