@@ -174,6 +174,20 @@ export class StateCorruptError extends SpoolshipError {
   }
 }
 
+/** The retry queue's compaction marker cannot be read: which queued records are copies is unknown, so nothing starts (queue/compact.ts). */
+export class QueueMarkerCorruptError extends SpoolshipError {
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(
+      'SPOOLSHIP_ERR_QUEUE_MARKER_CORRUPT',
+      `${file} cannot be read (${problem}): a compaction of the retry queue was cut short and its copies cannot be told from the batches they copy; move the file away to start (a batch it was moving may then be sent twice, nothing is lost)`,
+      EXIT_FAILURE,
+    );
+  }
+}
+
 /**
  * state_dir or its lock file was removed or replaced under a running agent:
  * it no longer owns its state, and a second agent may ship the same files.

@@ -3,10 +3,8 @@
 //
 // Disk-backed retry queue: batches that could not be sent now (after a few
 // quick retries, while parked, or at shutdown) wait here, so the tailer can
-// move on and the spool files stay the only other buffer.
-//
-// On-disk layout (segments and acks.log): format.ts; reading, writing and
-// indexing the segment files: segments.ts.
+// move on and the spool files stay the only other buffer. On-disk layout:
+// format.ts; reading, writing and indexing segment files: segments.ts.
 //
 // Invariants:
 // - `append` resolves only after the record is fsync'd: the caller then lets
@@ -22,13 +20,17 @@
 // - A segment is deleted once every record in it is acknowledged, the one
 //   being written too (the next append starts a new one): a drained queue
 //   kept its last segment, up to SEGMENT_BYTES of delivered records on a
-//   disk that may be full, while spoolship_queue_bytes read 0.
+//   disk that may be full, while spoolship_queue_bytes read 0. Once the
+//   segments hold more than one segment's size of acknowledged records, the
+//   closed segment with the most is compacted (compact.ts): segments are an
+//   eighth of max_bytes, so the files stay within about max_bytes plus two
+//   segments.
 // - A record whose write fails (ENOSPC) is cut off again: its bytes would
 //   sit in the segment, counted nowhere, holding the space the journal
 //   needs to recover. `diskBytes` is what the segments hold on disk.
-// - acks.log is rewritten (atomically) with the
-//   acks of records still on disk when it holds ACKS_COMPACT_MIN records and
-//   twice as many as there are records on disk, and at every open.
+// - acks.log is rewritten (atomically) with the acks of records still on disk
+//   when it holds ACKS_COMPACT_MIN records and twice as many as there are
+//   records on disk, and at every open.
 // - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
 //   whether a batch fits, and callers keep the batch in memory (and the
 //   tailer waits) when it does not.
@@ -39,7 +41,9 @@ import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, SEGMENT_BYTES, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
-import { indexSegments, readHeaderAt, readRecordAt, writeAllAt, type Entry } from './segments.js';
+import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
+import { RecordIndex } from './record-index.js';
+import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord } from './segments.js';
 
 export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
 
@@ -50,74 +54,60 @@ export interface QueuedBatch {
 }
 
 export class RetryQueue implements LongLived {
-  private entries: Entry[] = [];
+  private ix = new RecordIndex({ entries: [], segBytes: new Map() });
   private writeSeg = 0;
   private writeFh: FileHandle | null = null;
   private writeSize = 0;
   private acksFh: FileHandle | null = null;
-  private totalBytes = 0;
-  private live = 0;
-  /** Each segment's size on disk (records acknowledged or not, damaged ones too). */
-  private segBytes = new Map<number, number>();
   /** Appends, acks and segment changes run one at a time (offsets are assigned from writeSize). */
   private chain: Promise<unknown> = Promise.resolve();
   /** Ack records in acks.log now (see ACKS_COMPACT_MIN). */
   private ackRecords = 0;
+  /** A compaction failed and could not be undone: its marker waits for the next open (compact.ts). */
+  private compactStuck = false;
+  /** Segments that cannot be compacted (a record damaged or unreadable: take() reports it), until one is dropped. */
+  private noCompact = new Set<number>();
 
   private constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
     private readonly onCorrupt: (what: string, torn?: boolean) => void,
     private readonly segmentBytes: number,
+    private readonly onCompactStep?: CompactTarget['onStep'],
   ) {}
 
-  /** `segmentBytes`: SEGMENT_BYTES (tests make it small, to cycle segments). */
-  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, segmentBytes = SEGMENT_BYTES): Promise<RetryQueue> {
-    const q = new RetryQueue(dir, maxBytes, onCorrupt, segmentBytes);
+  /** Segments are an eighth of maxBytes, at most SEGMENT_BYTES; tests make them small to cycle them, and look at compaction's steps. */
+  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, t: { segmentBytes?: number; onCompactStep?: CompactTarget['onStep'] } = {}): Promise<RetryQueue> {
+    const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes, SEGMENT_BYTES), t.onCompactStep);
     await q.load();
     return q;
   }
 
   get bytes(): number {
-    return this.totalBytes;
+    return this.ix.liveBytes;
   }
 
   get batches(): number {
-    return this.live;
+    return this.ix.live;
   }
 
   /** Bytes of the segment files on disk: `bytes` plus acknowledged records in segments still holding others (spoolship_queue_bytes). */
   get diskBytes(): number {
-    let n = 0;
-    for (const b of this.segBytes.values()) n += b;
-    return n;
+    return this.ix.diskBytes;
   }
 
   /** Records not acknowledged, except those of these Data Sources (a record whose Data Source is not known yet counts). */
   batchesExcept(ds: ReadonlySet<string>): number {
-    if (ds.size === 0) return this.live;
-    let n = 0;
-    for (const e of this.entries) if (!e.acked && (e.ds === undefined || !ds.has(e.ds))) n++;
-    return n;
+    return this.ix.batchesExcept(ds);
   }
 
   /** Records not acknowledged, and their bytes on disk, per Data Source (a record whose header cannot be read counts in `batches` and `bytes` only). */
-  async byDataSource(): Promise<Map<string, { batches: number; bytes: number }>> {
-    const out = new Map<string, { batches: number; bytes: number }>();
-    for (const e of this.entries) {
-      if (e.acked) continue;
-      const ds = e.ds ?? (await this.headerOf(e))?.header.ds;
-      if (ds === undefined || e.acked) continue;
-      const d = out.get(ds) ?? { batches: 0, bytes: 0 };
-      d.batches++;
-      d.bytes += e.len;
-      out.set(ds, d);
-    }
-    return out;
+  byDataSource(): Promise<Map<string, { batches: number; bytes: number }>> {
+    return liveByDataSource(this.ix.entries, (e) => this.headerOf(e));
   }
 
   hasRoom(bodyBytes: number): boolean {
-    return this.totalBytes + bodyBytes + 512 <= this.maxBytes;
+    return this.ix.liveBytes + bodyBytes + 512 <= this.maxBytes;
   }
 
   append(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
@@ -140,7 +130,8 @@ export class RetryQueue implements LongLived {
     // during outages.
     const prefix = encodeRecordPrefix(header, body);
     const recLen = prefix.length + body.length;
-    if (!this.writeFh || this.writeSize + recLen > this.segmentBytes) await this.rollSegment();
+    // A record larger than a segment has one of its own (an empty segment is not left behind).
+    if (!this.writeFh || (this.writeSize > 0 && this.writeSize + recLen > this.segmentBytes)) await this.rollSegment();
     const off = this.writeSize;
     if (shouldCrash('queue-write')) {
       // Test crash point: die with half of the record written.
@@ -160,10 +151,8 @@ export class RetryQueue implements LongLived {
       throw err;
     }
     this.writeSize += recLen;
-    this.segBytes.set(this.writeSeg, this.writeSize);
-    this.entries.push({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false, ds: header.ds });
-    this.totalBytes += recLen;
-    this.live++;
+    this.ix.segBytes.set(this.writeSeg, this.writeSize);
+    this.ix.add({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false, ds: header.ds });
     return { seg: this.writeSeg, off };
   }
 
@@ -172,7 +161,7 @@ export class RetryQueue implements LongLived {
    * over those whose Data Source `passOver` names (a parked one); null when none.
    */
   async take(passOver: (ds: string) => boolean = () => false): Promise<QueuedBatch | null> {
-    for (const e of this.entries) {
+    for (const e of this.ix.entries) {
       if (e.acked || e.leased) continue;
       if (e.ds === undefined) e.ds = (await this.headerOf(e))?.header.ds;
       // Taken by a concurrent take() or acked while the header was read.
@@ -210,15 +199,8 @@ export class RetryQueue implements LongLived {
    * not read; a record with a corrupt header is left to take(), which skips
    * and counts it), oldest first, and whether the replayer has it now.
    */
-  async list(): Promise<Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }>> {
-    const out: Array<{ ref: QueueRef; len: number; bodyBytes: number; header: QueuedHeader; leased: boolean }> = [];
-    for (const e of this.entries) {
-      if (e.acked) continue;
-      // A corrupt header (null) is left to take(), which skips and counts the record.
-      const rec = await this.headerOf(e);
-      if (rec && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes: rec.bodyBytes, header: rec.header, leased: e.leased });
-    }
-    return out;
+  list(): Promise<LiveRecord[]> {
+    return listLive(this.ix.entries, (e) => this.headerOf(e));
   }
 
   /** Take a record out of the replayer's reach (an operator moves it); false when it is being sent or gone. */
@@ -247,15 +229,12 @@ export class RetryQueue implements LongLived {
     await this.acksFh!.write(encodeAck(ref));
     await this.acksFh!.sync();
     this.ackRecords++;
-    e.acked = true;
-    e.leased = false;
-    this.totalBytes -= e.len;
-    this.live--;
+    this.ix.markAcked(e);
     await this.dropDoneSegments();
-    // The acks of dropped segments are dead weight: through a long outage in
-    // which the queue keeps cycling, acks.log grew without bound (it was
-    // compacted only at start).
-    if (this.ackRecords > Math.max(ACKS_COMPACT_MIN, 2 * this.entries.length)) {
+    await this.compactIfDue();
+    // The acks of dropped segments are dead weight: through a long outage in which
+    // the queue keeps cycling, acks.log grew without bound (compacted only at start).
+    if (this.ackRecords > Math.max(ACKS_COMPACT_MIN, 2 * this.ix.entries.length)) {
       await this.acksFh?.close();
       this.acksFh = null;
       await this.rewriteAcks();
@@ -275,7 +254,7 @@ export class RetryQueue implements LongLived {
   }
 
   private find(ref: QueueRef): Entry | undefined {
-    return this.entries.find((x) => x.seg === ref.seg && x.off === ref.off);
+    return this.ix.find(ref);
   }
 
   private segPath(seg: number): string {
@@ -302,34 +281,87 @@ export class RetryQueue implements LongLived {
     this.writeSeg++;
     this.writeFh = await fsp.open(this.segPath(this.writeSeg), 'w');
     this.writeSize = 0;
-    this.segBytes.set(this.writeSeg, 0);
+    this.ix.segBytes.set(this.writeSeg, 0);
     await fsyncDir(this.dir);
   }
 
   private async dropDoneSegments(): Promise<void> {
-    const bySeg = new Map<number, boolean>();
-    for (const e of this.entries) bySeg.set(e.seg, (bySeg.get(e.seg) ?? true) && e.acked);
-    for (const [seg, allAcked] of bySeg) {
-      if (!allAcked) continue;
-      if (seg === this.writeSeg) {
-        // The next append rolls to a new segment (appends and acks are serial: none is under way).
+    // A segment without records (an append into it failed) goes too.
+    for (const seg of this.ix.doneSegments()) await this.dropSegment(seg);
+  }
+
+  /** Delete segment `seg` (every record acknowledged, or its live ones copied by a compaction). */
+  private async dropSegment(seg: number): Promise<void> {
+    if (seg === this.writeSeg) {
+      // The next append rolls to a new segment (appends and acks are serial: none is under way).
+      await this.writeFh?.close();
+      this.writeFh = null;
+    }
+    await fsp.rm(this.segPath(seg), { force: true });
+    this.ix.forgetSegment(seg);
+    this.noCompact.delete(seg);
+  }
+
+  /** Compact while the segments hold more than one segment's size of acknowledged records (compact.ts). */
+  private async compactIfDue(): Promise<void> {
+    while (!this.compactStuck) {
+      const seg = segmentToCompact(this.ix.uses(this.noCompact), this.writeFh ? this.writeSeg : -1, this.segmentBytes);
+      if (seg === null) return;
+      const r = await compactSegment(this.compactTarget(), seg).catch(() => 'stuck' as const);
+      if (r === 'stuck') this.compactStuck = true;
+      if (r === 'skipped') this.noCompact.add(seg);
+      // A full disk: tried again at the next ack.
+      if (r === 'failed') return;
+    }
+  }
+
+  private compactTarget(): CompactTarget {
+    const copies: Entry[] = [];
+    return {
+      dir: this.dir,
+      leaseAll: (seg) => {
+        const moving = this.ix.liveOf(seg);
+        if (moving.some((e) => e.leased)) return false;
+        for (const e of moving) e.leased = true;
+        return moving.map((e) => ({ seg: e.seg, off: e.off }));
+      },
+      unleaseAll: (seg) => this.ix.liveOf(seg).forEach((e) => (e.leased = false)),
+      idOf: async (ref) => (await this.headerOf(this.find(ref)!))?.header.id,
+      copy: async (ref) => {
+        const rec = await this.read(this.find(ref)!);
+        if (!rec) return false;
+        const copy = this.find(await this.appendNow(rec.header, rec.body))!;
+        // Leased until the move is done: sent while it could still be undone, its original would go again.
+        copy.leased = true;
+        copies.push(copy);
+        return true;
+      },
+      tail: () => (this.writeFh ? { seg: this.writeSeg, off: this.writeSize } : { seg: this.writeSeg + 1, off: 0 }),
+      dropCopiesFrom: async (at) => {
+        // The copies are all the records from `at` on (compaction runs in the serial chain).
+        for (const seg of [...this.ix.segBytes.keys()].filter((n) => n > at.seg)) await this.dropSegment(seg);
         await this.writeFh?.close();
         this.writeFh = null;
-      }
-      await fsp.rm(this.segPath(seg), { force: true });
-      this.entries = this.entries.filter((e) => e.seg !== seg);
-      this.segBytes.delete(seg);
-    }
+        if (this.ix.segBytes.has(at.seg)) await fsp.truncate(this.segPath(at.seg), at.off);
+        this.ix.cutFrom(at);
+      },
+      dropSegment: async (seg) => {
+        await this.dropSegment(seg);
+        await fsyncDir(this.dir);
+        for (const e of copies) e.leased = false;
+      },
+      onStep: this.onCompactStep,
+    };
   }
 
   /** Index every segment by walking frame headers (bodies are not read), apply acks, cut torn tails. */
   private async load(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
     const found = await indexSegments(this.dir, await readAcks(this.dir), this.onCorrupt);
-    this.entries = found.entries;
-    this.totalBytes = found.liveBytes;
-    this.live = found.live;
-    this.segBytes = found.segBytes;
+    this.ix = new RecordIndex(found);
+    // The copies of a compaction cut short count as acknowledged (compact.ts); rewriteAcks below writes them.
+    const copies = await leftCopies(this.dir, this.ix.entries, new Set(this.ix.segBytes.keys()), async (e) => (await this.headerOf(e))?.header.id);
+    for (const e of copies) this.ix.markAcked(e);
     if (found.last) {
       this.writeSeg = found.last.seg;
       this.writeSize = found.last.end;
@@ -339,21 +371,13 @@ export class RetryQueue implements LongLived {
     // Appends go to a fresh segment: the last one may have been cut.
     this.writeFh = null;
     await this.rewriteAcks();
+    await removeMarker(this.dir);
   }
 
   /** Keep only acks of records still on disk, written atomically. */
   private async rewriteAcks(): Promise<void> {
-    const file = path.join(this.dir, ACKS_FILE);
-    const keep = this.entries.filter((e) => e.acked).map((e) => encodeAck(e));
-    this.ackRecords = keep.length;
-    const tmp = `${file}.tmp`;
-    await fsp.writeFile(tmp, Buffer.concat(keep));
-    const fh = await fsp.open(tmp, 'r+');
-    await fh.sync();
-    await fh.close();
-    await fsp.rename(tmp, file);
-    await fsyncDir(this.dir);
-    this.acksFh = await fsp.open(file, 'a');
+    this.ackRecords = await writeAcksOf(this.dir, this.ix.entries);
+    this.acksFh = await fsp.open(path.join(this.dir, ACKS_FILE), 'a');
   }
 }
 

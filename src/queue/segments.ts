@@ -4,7 +4,9 @@
 // segment at open (acks applied, damaged records reported, torn tails cut).
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { ackKey, decodeRecord, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader } from './format.js';
+import path from 'node:path';
+import { fsyncDir } from '../util/fsx.js';
+import { ACKS_FILE, ackKey, decodeRecord, encodeAck, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 
 /** One record of the index. */
 export interface Entry {
@@ -94,4 +96,58 @@ export async function indexSegments(dir: string, acked: ReadonlySet<string>, onC
     }
   }
   return { entries, segBytes, liveBytes, live, last };
+}
+
+/** Whether `e` lies before `at` in the queue's order. */
+export function isBefore(e: QueueRef, at: QueueRef): boolean {
+  return e.seg < at.seg || (e.seg === at.seg && e.off < at.off);
+}
+
+/** Replace acks.log with the acks of `entries` that are acknowledged (atomically); how many it holds. */
+export async function writeAcksOf(dir: string, entries: readonly Entry[]): Promise<number> {
+  const file = path.join(dir, ACKS_FILE);
+  const keep = entries.filter((e) => e.acked).map((e) => encodeAck(e));
+  const tmp = `${file}.tmp`;
+  await fsp.writeFile(tmp, Buffer.concat(keep));
+  const fh = await fsp.open(tmp, 'r+');
+  await fh.sync();
+  await fh.close();
+  await fsp.rename(tmp, file);
+  await fsyncDir(dir);
+  return keep.length;
+}
+
+type HeaderOf = (e: Entry) => Promise<{ header: QueuedHeader; bodyBytes: number } | null>;
+
+export interface LiveRecord {
+  ref: QueueRef;
+  len: number;
+  bodyBytes: number;
+  header: QueuedHeader;
+  /** Being sent or moved now. */
+  leased: boolean;
+}
+
+/** Every record not acknowledged whose header can be read, oldest first (a corrupt header is left to take(), which skips and counts the record). */
+export async function listLive(entries: readonly Entry[], headerOf: HeaderOf): Promise<LiveRecord[]> {
+  const out: LiveRecord[] = [];
+  for (const e of entries) {
+    const rec = e.acked ? null : await headerOf(e);
+    if (rec && !e.acked) out.push({ ref: { seg: e.seg, off: e.off }, len: e.len, bodyBytes: rec.bodyBytes, header: rec.header, leased: e.leased });
+  }
+  return out;
+}
+
+/** Records not acknowledged and their bytes on disk per Data Source (a header read only where the Data Source is not known yet). */
+export async function liveByDataSource(entries: readonly Entry[], headerOf: HeaderOf): Promise<Map<string, { batches: number; bytes: number }>> {
+  const out = new Map<string, { batches: number; bytes: number }>();
+  for (const e of entries) {
+    const ds = e.acked ? undefined : (e.ds ?? (await headerOf(e))?.header.ds);
+    if (ds === undefined || e.acked) continue;
+    const d = out.get(ds) ?? { batches: 0, bytes: 0 };
+    d.batches++;
+    d.bytes += e.len;
+    out.set(ds, d);
+  }
+  return out;
 }

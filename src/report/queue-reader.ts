@@ -2,10 +2,11 @@
 // `spoolship queue list` on a stopped agent, safe beside a running one. It
 // reads the queue's own format module (src/queue/format.ts) but not through
 // RetryQueue.open, which cuts torn tails and rewrites acks.log: a record
-// counts while its [segment, offset] is not in acks.log; a torn tail (being
-// written, or left by a crash) is not counted, and a damaged record is
-// skipped as the queue skips it.
+// counts while its [segment, offset] is not in acks.log and it is not a copy
+// left by a compaction cut short; a torn tail (being written, or left by a
+// crash) is not counted, and a damaged record is skipped as the queue skips it.
 import { promises as fsp } from 'node:fs';
+import { isLeftCopy, unfinishedCompaction } from '../queue/compact.js';
 import { ackKey, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type QueuedHeader } from '../queue/format.js';
 
 export interface QueueView {
@@ -44,7 +45,10 @@ export async function readQueueView(queueDir: string): Promise<QueueView> {
 export async function readQueueRecords(queueDir: string, headers = true): Promise<QueueRecordView[]> {
   const acked = await readAcks(queueDir);
   const out: QueueRecordView[] = [];
-  for (const seg of await listSegments(queueDir)) {
+  const segments = await listSegments(queueDir);
+  // Copies a compaction cut short left count as acknowledged, as the queue counts them (queue/compact.ts).
+  const cut = await unfinishedCompaction(queueDir, new Set(segments));
+  for (const seg of segments) {
     let fh;
     try {
       fh = await fsp.open(segmentFile(queueDir, seg), 'r');
@@ -57,7 +61,8 @@ export async function readQueueRecords(queueDir: string, headers = true): Promis
       const { records } = await indexSegment(fh, (await fh.stat()).size);
       for (const { off, len } of records) {
         if (acked.has(ackKey({ seg, off }))) continue;
-        const rec = headers ? await readRecordHeader(fh, off, len) : null;
+        const rec = headers || cut ? await readRecordHeader(fh, off, len) : null;
+        if (isLeftCopy(cut, { seg, off }, rec?.header.id)) continue;
         out.push({ seg, off, len, bodyBytes: rec?.bodyBytes ?? 0, header: rec?.header ?? null });
       }
     } finally {

@@ -20,7 +20,7 @@ describe('RetryQueue', () => {
   it('keeps acks.log bounded while the queue keeps cycling (a long outage), and stays consistent across a reopen', async () => {
     const dir = await qdir();
     // Small segments: records cycle through many of them, as days of an outage would through 64 MiB ones.
-    const q = await RetryQueue.open(dir, 1 << 30, () => undefined, 4096);
+    const q = await RetryQueue.open(dir, 1 << 30, () => undefined, { segmentBytes: 4096 });
     const sizes: number[] = [];
     for (let i = 1; i <= 5 * ACKS_COMPACT_MIN; i++) {
       await q.append(header(i), Buffer.alloc(200, i % 251));
@@ -33,7 +33,7 @@ describe('RetryQueue', () => {
     // Each ack is a few dozen bytes: never far past ACKS_COMPACT_MIN of them.
     const oneAck = sizes[0]! / ACKS_COMPACT_MIN;
     expect(Math.max(...sizes), `acks.log sizes ${sizes.join(', ')}`).toBeLessThanOrEqual(2 * ACKS_COMPACT_MIN * oneAck + 64);
-    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, 4096);
+    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, { segmentBytes: 4096 });
     expect(again.batches).toBe(1);
     expect((await again.take())?.header.id).toBe(999_999);
     await again.close();
