@@ -309,24 +309,31 @@ describe('Retry-After and X-RateLimit-Reset are bounded', () => {
   });
 
   it('a Retry-After also holds the requests that had passed the pause check and waited for their turn in flight', async () => {
-    // Two in flight at most. The first request gets 429 Retry-After: 5; the
-    // second is answered only when the test says; the third, past the pause
-    // check before the 429, waits for a place in flight and gets the first's
-    // after it. It used to be sent at once, inside the pause.
+    // Two in flight at most. Of the first two requests on the wire, the first
+    // answered gets 429 Retry-After: 5 (once both are there: on a busy machine
+    // the second was still waiting for its rate slot when the 429 came, and
+    // waited for the pause like the third); the other is answered only when
+    // the test says. The third, past the pause check before the 429, waits
+    // for a place in flight and gets the first's after it. It used to be sent
+    // at once, inside the pause.
     let release!: () => void;
-    const s = await scripted([{ status: 429, headers: { 'retry-after': '5' } }, { status: 200, body: '{"successful_rows":1,"quarantined_rows":0}', hold: new Promise<void>((r) => (release = r)) }]);
-    const first = s.sender.deliver(s.batch(1));
-    const second = s.sender.deliver(s.batch(1));
-    const third = s.sender.deliver(s.batch(1));
+    let bothSeen!: () => void;
+    const s = await scripted([
+      { status: 429, headers: { 'retry-after': '5' }, hold: new Promise<void>((r) => (bothSeen = r)) },
+      { status: 200, body: '{"successful_rows":1,"quarantined_rows":0}', hold: new Promise<void>((r) => (release = r)) },
+    ]);
+    const deliveries = [s.sender.deliver(s.batch(1)), s.sender.deliver(s.batch(1)), s.sender.deliver(s.batch(1))];
+    await settle(() => s.seen.length === 2, 'two requests on the wire');
+    bothSeen();
     // The 429 sleeps its Retry-After; the third waits on the clock for the pause too, or was sent.
     await settle(() => s.clock.waiting === 2 || s.seen.length > 2, 'the third request to wait or go');
     expect(s.seen, 'nothing sent during the pause').toHaveLength(2);
     release();
-    expect(await second).toBe('done');
+    await settle(() => s.acks.length === 1, 'the held request acknowledged');
+    expect(s.seen, 'nothing sent during the pause').toHaveLength(2);
     expect(s.clock.nextWakeInMs()).toBe(5000);
     s.clock.advance(5000);
-    expect(await first).toBe('done');
-    expect(await third).toBe('done');
+    expect(await Promise.all(deliveries)).toEqual(['done', 'done', 'done']);
     expect(s.seen).toHaveLength(4);
   });
 
