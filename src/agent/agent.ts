@@ -91,6 +91,8 @@ export interface AgentDeps {
   admin?: SharedAdmin;
   /** The request budget's Retry-After pause, learned 413 limit and last start, kept across SIGHUP reloads (sender/budget-memory.ts). */
   budget?: BudgetMemory;
+  /** When a batch was last acknowledged, kept across SIGHUP reloads: a reload is not progress (/readyz no_progress). */
+  progress?: { lastAckAt?: number };
 }
 
 export class Agent {
@@ -341,6 +343,7 @@ export class Agent {
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
       pathOf: (k) => this.pathOf(k),
+      progress: deps.progress,
     });
   }
 

@@ -1,15 +1,13 @@
-// Longer than ~250 lines (just): the path of one batch from closed to done
-// is one sequence of awaits, and its deferral and dead-letter branches share
-// its bookkeeping (tasks, room, the held bodies: held-bodies.ts).
+// Longer than ~250 lines: the path of one batch from closed to done is one sequence of
+// awaits; its deferral and dead-letter branches share its bookkeeping (held-bodies.ts).
 //
 // From a closed batch to a done batch: record the intent durably and
 // compress (in parallel: compression runs on the threadpool), deliver, then
 // complete it in the journal so the committed offsets move.
 //
-// Bounded: at most `maxInFlight + PIPELINE_SLACK` batches are between close
-// and done, and at most PIPELINE_SLACK compressed bodies wait for room under
-// max_in_flight_bytes; `waitForRoom` makes the reader wait beyond that
-// (backpressure).
+// Bounded: at most `maxInFlight + PIPELINE_SLACK` batches are between close and
+// done, and at most PIPELINE_SLACK compressed bodies wait for room under
+// max_in_flight_bytes; `waitForRoom` makes the reader wait beyond (backpressure).
 import type { Batcher, ClosedBatch } from '../batcher/batcher.js';
 import type { SendSlots } from '../batcher/linger.js';
 import type { DeadLetterPath } from '../control/queue-ops.js';
@@ -48,7 +46,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private compressing = 0;
   private compressingBytes = 0;
   private roomWaiters: Array<() => void> = [];
-  lastAckAt: number;
+  /** When a batch was last acknowledged (clock ms; no_progress), kept across reloads: a reload is not progress. */
+  private readonly progress: { lastAckAt?: number };
   private stopping = false;
   private readonly bodies: HeldBodies;
   private readonly compressSlots: Semaphore;
@@ -90,9 +89,12 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       onFatal: (err: unknown) => void;
       /** The path of a file key of the state (to read a batch's ranges again). */
       pathOf: (key: string) => string | undefined;
+      /** The run command's, kept across SIGHUP reloads (absent: from this pipeline's start). */
+      progress?: { lastAckAt?: number };
     },
   ) {
-    this.lastAckAt = o.clock.now();
+    this.progress = o.progress ?? {};
+    this.progress.lastAckAt ??= o.clock.now();
     this.compressSlots = new Semaphore(o.compressionThreads);
     this.bodies = new HeldBodies({
       dir: o.spillDir,
@@ -115,6 +117,10 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   get batchesActive(): number {
     return this.active;
+  }
+
+  get lastAckAt(): number {
+    return this.progress.lastAckAt!;
   }
 
   submit(batch: ClosedBatch): void {
@@ -157,9 +163,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
    * PIPELINE_SLACK would only wait, in memory, for the same bytes.
    */
   async waitForRoom(): Promise<void> {
-    while (this.full() && !this.stopping) {
-      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    }
+    while (this.full() && !this.stopping) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
   /** The reader may read now without waiting (waitForRoom would resolve at once). */
@@ -194,10 +198,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     return true;
   }
 
-  /**
-   * Take no more batches and wait for every task, however long: the caller
-   * bounds it (a delivery waiting on a park ends when the sender closes).
-   */
+  /** Take no more batches and wait for every task, however long: the caller bounds it (a delivery waiting on a park ends when the sender closes). */
   async close(): Promise<void> {
     await this.destroy();
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
@@ -210,10 +211,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   }
 
   /**
-   * At most compression.threads compressions (of parts: codec/parts.ts) run
-   * at once, however many batches close together (a read step can close
-   * dozens of small ones); the rest wait their turn here, in the order their
-   * batches closed.
+   * At most compression.threads compressions (of parts: codec/parts.ts) run at once, however many
+   * batches close together (a read step can close dozens); the rest wait here, in closing order.
    */
   private readonly compressTurn = async (compress: () => Promise<Buffer>): Promise<Buffer> => {
     await this.compressSlots.acquire();
@@ -310,7 +309,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent, onUnresolved: (pieces) => (unresolved = pieces) });
     if (result === 'done') {
       await this.retryStateWrite(async () => void store.completeBatch(batch.id));
-      this.lastAckAt = this.o.clock.now();
+      this.progress.lastAckAt = this.o.clock.now();
       metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
       return;
     }

@@ -121,6 +121,36 @@ describe('spoolship run (process)', () => {
     expect(after.every((r) => r.contentEncoding === 'gzip')).toBe(true);
   });
 
+  it('SIGHUP with a changed config is not progress: an agent that acknowledges nothing stays not ready (no_progress)', async () => {
+    const { dir, emu } = await setup();
+    // Nothing answers: the emulator's port is closed.
+    const baseUrl = emu.url;
+    await emu.close();
+    const config = (codec: string) =>
+      writeFile(
+        path.join(dir, 'cfg.yaml'),
+        `api:\n  base_url: ${baseUrl}\n  token: t\nspool:\n  dir: ./spool\nstate_dir: ./state\nshutdown_timeout_ms: 1000\nbatch:\n  linger_ms: 300\ncompression:\n  codec: ${codec}\nadmin:\n  listen: 127.0.0.1:0\nlog:\n  format: json\n`,
+      );
+    await config('zstd');
+    await appendFile(path.join(dir, 'spool', 'ev', 'a.ndjson'), batch(0, 10));
+    const a = startRun(dir);
+    const started = await until(() => a.logs.find((l) => l.event === 'started'), 'the start');
+    const readyz = async () => (await (await fetch(`${String(started.admin)}/readyz`)).json()) as { ready: boolean; reasons: string[] };
+    // 10 linger periods (3 s) with a backlog and no acknowledgement.
+    const end = Date.now() + 30_000;
+    while (!(await readyz()).reasons.includes('no_progress')) {
+      if (Date.now() > end) throw new Error('timed out waiting for no_progress');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Counted from the new pipeline's start, 10 linger periods again: it was ready for 3 s.
+    await config('gzip');
+    a.child.kill('SIGHUP');
+    await until(() => a.logs.filter((l) => l.event === 'started').length === 2, 'the restarted pipeline');
+    expect(await readyz()).toEqual({ ready: false, reasons: ['no_progress'] });
+    a.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+  });
+
   it('SIGHUP with a changed config keeps a Retry-After pause under way: the new pipeline sends nothing before it has passed', async () => {
     const { dir, emu, cfg } = await setup();
     // The old pipeline's drain gives up on the paused batch after 1 s: the new one sends it.

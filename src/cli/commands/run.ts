@@ -80,6 +80,8 @@ class Daemon {
   private admin: SharedAdmin | null = null;
   /** The request budget's memory (a Retry-After under way, the 413 limit, the last start), kept across reloads to the same API host. */
   private budget: BudgetMemory | null = null;
+  /** When a batch was last acknowledged: a reload is not progress (/readyz no_progress). */
+  private readonly progress: { lastAckAt?: number } = {};
 
   async start(): Promise<void> {
     try {
@@ -106,6 +108,7 @@ class Daemon {
       startSignal: this.stopping.signal,
       admin: this.admin ?? undefined,
       budget: this.budget,
+      progress: this.progress,
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
