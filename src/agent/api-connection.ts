@@ -19,6 +19,8 @@ import type { Clock } from '../util/clock.js';
 import { partOf, type StartedParts } from './lifecycle.js';
 import type { BudgetMemory } from '../sender/budget-memory.js';
 import { readKeyFileSync } from '../util/bounded-read.js';
+import { ConfigError } from '../errors.js';
+import { unreadableFiles } from './preflight.js';
 
 export class ApiConnection {
   engine!: DeliveryEngine;
@@ -54,6 +56,9 @@ export class ApiConnection {
   async readCredentials(): Promise<void> {
     const c = this.config;
     if (c.api.base_url === 'embedded') return;
+    // Every file that cannot be read at once, as a reload lists them (a start listed only the first).
+    const unreadable = await unreadableFiles(c);
+    if (unreadable.length > 0) throw new ConfigError(unreadable);
     this.token = await TokenSource.create(c.api.token, c.api.token_file);
     this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
     this.route = proxyRoute(c.api.proxy, this.o.env, apiBaseUrl(c));

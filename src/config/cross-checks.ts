@@ -89,6 +89,10 @@ function warnings(c: Config, usable: Usable): string[] {
       out.push(`api.${key}: ${file} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
     }
   }
+  const redisCa = c.limits.redis_ca_file;
+  if (redisCa !== null && usable('limits.redis_ca_file') && !existsSync(redisCa)) {
+    out.push(`limits.redis_ca_file: ${redisCa} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
+  }
   return out;
 }
 

@@ -167,6 +167,13 @@ describe('validation', () => {
     expect(warnings).toContain(`api.token_file: ${path.join(cwd, 'tok')} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
   });
 
+  it('a missing limits.redis_ca_file is a warning, as a missing api.ca_file is (run refuses it: exit 2)', () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'c.yaml', 'api:\n  token: abc\nlimits:\n  redis_url: rediss://127.0.0.1:1\n  redis_ca_file: redis-ca.pem\n');
+    const { warnings } = load({ file, cwd: dir });
+    expect(warnings).toContain(`limits.redis_ca_file: ${path.join(dir, 'redis-ca.pem')} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
+  });
+
   it('a section that is not a mapping is one problem; an empty section means defaults', () => {
     const { lines } = problemsOf(loadYaml('api: embedded\n').run);
     expect(lines).toEqual(['api: "embedded": expected a mapping with keys base_url, token, token_file, wait, http2, ca_file, client_cert_file, client_key_file, proxy, timeout_ms']);

@@ -127,4 +127,18 @@ describe('mutual TLS (process)', () => {
       expect(p.stderr).toContain('api.client_cert_file');
     }
   });
+
+  it('every file that cannot be read is named at once (the start listed only the first)', async () => {
+    const { dir, pki, ca, t } = await setup();
+    const a = makeClientCert(pki, ca, 'a');
+    const absent = (name: string) => path.join(pki, name);
+    const cfg = await writeConfig(dir, t, {
+      api: { ca_file: absent('ca.pem'), client_cert_file: absent('client.pem'), client_key_file: a.keyFile },
+      limits: { redis_url: 'rediss://127.0.0.1:1', redis_ca_file: absent('redis-ca.pem') },
+    });
+    const p = spawnAgent(cfg.configFile);
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr).toContain('(3 problems)');
+    for (const key of ['api.ca_file', 'api.client_cert_file', 'limits.redis_ca_file']) expect(p.stderr).toContain(key);
+  });
 });
