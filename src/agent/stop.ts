@@ -26,6 +26,8 @@ import type { StartedParts, Unwind } from './lifecycle.js';
 
 /** Of shutdown_timeout_ms, kept for writing state (at most a quarter of it): waiting for answers stops this much before the deadline. */
 export const PERSIST_RESERVE_MS = 2000;
+/** Ending the started parts may take this long past the deadline (their close is quick; one that hangs is left). */
+export const UNWIND_GRACE_MS = 250;
 /** After a fatal error, the agent closes what it can within this, then the process exits 1. */
 export const FATAL_CLOSE_MS = 5000;
 
@@ -77,6 +79,9 @@ export class StopSequence {
       await this.within(p.sender.destroy(), deadline);
       // The cut requests end their deliveries; queue writes they start are bounded by the deadline too.
       ended = await this.within(rest, deadline - reserveMs / 2);
+      // The connections go too: one still opening (a proxy that never answers
+      // the CONNECT) held the close at the end for as long as it took.
+      await this.within(p.client.destroy(), deadline);
     } else {
       await this.within(p.client.close(), stopWaitingAt);
       await this.within(p.client.destroy(), deadline);
@@ -84,7 +89,13 @@ export class StopSequence {
     const persisted = await this.within(p.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.o.stateDir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     const how: Unwind = ended && persisted ? 'close' : { destroy: new Error('shutdown timeout') };
-    for (const f of await p.started.unwind(how)) log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'a step of the stop sequence failed');
+    const unwound = p.started.unwind(how).then((failures) => {
+      for (const f of failures) log.warn({ event: 'stop_step_failed', part: f.name, err: String(f.err) }, 'a step of the stop sequence failed');
+    });
+    // Bounded too (a part that never ends must not keep the process): what is left ends with the process.
+    if (!(await this.within(unwound, Math.max(deadline, clock.now() + UNWIND_GRACE_MS)))) {
+      log.warn({ event: 'stop_step_failed', part: 'unwind', err: 'shutdown_timeout_ms passed' }, 'a step of the stop sequence failed');
+    }
     p.flushLogs();
     if (forReload) log.info({ event: 'pipeline_closed_for_reload' }, 'old pipeline closed; starting the new one');
     else log.info({ event: 'stopped' }, 'stopped');

@@ -138,7 +138,7 @@ export class EventsClient implements LongLived {
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const signal = cut ? AbortSignal.any([timeout, cut]) : timeout;
     try {
-      const res = await pool.request({ origin: this.origin, method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body: payload, signal });
+      const res = await untilAborted(pool.request({ origin: this.origin, method: 'POST', path: `${this.basePath}/v0/events?${query}`, headers, body: payload, signal }), signal);
       const { text, truncated } = await readBounded(res.body, MAX_ANSWER_BYTES);
       const h = (name: string) => {
         const v = res.headers[name];
@@ -177,6 +177,22 @@ export class EventsClient implements LongLived {
     if (this.poolP) await (await this.poolP).destroy();
     await Promise.all(this.retiring);
   }
+}
+
+/**
+ * undici acts on a request's signal only once the request has a connection:
+ * one waiting for a connection that is never made (a proxy that accepts and
+ * never answers the CONNECT) held its timeout, and a stop's cut, for
+ * minutes. It ends here when the signal does; undici, seeing the signal
+ * aborted when the connection comes, never sends it.
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function isDestroyed(d: Dispatcher): boolean {

@@ -5,12 +5,14 @@
 // requests proves which command went through it.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTinyproxy } from '../support/tinyproxy.js';
-import { checkDelivery, lines, onCleanup, spawnAgent, startEmu, tempDir, waitForDelivery, writeConfig } from './helpers.js';
+import { checkDelivery, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
 
 const PASSWORD = 'pr0xy-pw-SECRET-9';
+const SHUTDOWN_TIMEOUT_MS = 3000;
 const CLI = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'dist', 'cli.js');
 
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -24,7 +26,58 @@ function cli(args: string[], cwd: string, env: Record<string, string> = {}): Pro
   });
 }
 
+/** A proxy that accepts connections and never answers (a black hole behind a firewall's accept). */
+async function silentProxy(): Promise<{ url: string; accepted: () => number }> {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const server = createServer((s) => {
+    accepted++;
+    sockets.add(s);
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onCleanup(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, accepted: () => accepted };
+}
+
 describe('api.proxy (process)', () => {
+  it('run: a proxy that never answers the CONNECT is a timeout after api.timeout_ms, retried and logged (undici waited 300 s without a word)', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const proxy = await silentProxy();
+    const cfg = await writeConfig(dir, t, { api: { proxy: proxy.url, timeout_ms: 1000 } });
+    mkdirSync(path.join(cfg.spoolDir, 'ev'), { recursive: true });
+    writeFileSync(path.join(cfg.spoolDir, 'ev', 'a.ndjson'), lines('x', 0, 20));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    const warn = (await waitFor(async () => p.logs.find((l) => l.event === 'retrying'), 'the retry WARN'))!;
+    expect(warn).toMatchObject({ reason: 'timeout' });
+    expect(String(warn.cause)).toContain('api.timeout_ms');
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('run: SIGTERM while a CONNECT hangs exits 0 within shutdown_timeout_ms, whatever api.timeout_ms is', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const proxy = await silentProxy();
+    const cfg = await writeConfig(dir, t, { api: { proxy: proxy.url, timeout_ms: 120_000 }, shutdown_timeout_ms: SHUTDOWN_TIMEOUT_MS });
+    mkdirSync(path.join(cfg.spoolDir, 'ev'), { recursive: true });
+    writeFileSync(path.join(cfg.spoolDir, 'ev', 'a.ndjson'), lines('x', 0, 20));
+    const p = spawnAgent(cfg.configFile);
+    await p.started;
+    await waitFor(async () => proxy.accepted() > 0, 'the CONNECT under way');
+    const at = Date.now();
+    p.child.kill('SIGTERM');
+    const exit = await p.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.at - at).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+    expect(p.logs.filter((l) => l.event === 'stopped')).toHaveLength(1);
+  });
+
   it('run: HTTPS_PROXY from the environment carries every request, TLS to the API inside the tunnel', async () => {
     const dir = await tempDir();
     const t = await startEmu(dir, { tls: true });
