@@ -429,9 +429,11 @@ export class Agent {
       log,
       onChange: () => this.queueReport.update(),
       onPastDedupWindow: () => metrics.queuePastDedupWindow.inc(),
-      onDelivered: (id) => {
+      onDelivered: async (id) => {
+        // Called again after a full disk: the record is appended once, the flush is what is retried.
         this.store.completeQueued(id);
         this.sender.forget(id);
+        await this.store.flush();
       },
       pieceKeeper: this.pipeline,
       writes: this.acker,

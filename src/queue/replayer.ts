@@ -46,8 +46,11 @@ export class QueueReplayer implements LongLived {
       clock: Clock;
       log: Logger;
       onChange: () => void;
-      /** A queued batch is done (acknowledged or dead-lettered) and acked in the queue. */
-      onDelivered: (id: number) => void;
+      /**
+       * A queued batch is done (acknowledged or dead-lettered): the state
+       * forgets it, durably, before the queue's ack (resolved once written).
+       */
+      onDelivered: (id: number) => void | Promise<void>;
       /** Where what is left of a queued batch cut by 400s goes at a stop (absent: it stays queued whole). */
       pieceKeeper?: PieceKeeper;
       onPastDedupWindow: () => void;
@@ -117,14 +120,17 @@ export class QueueReplayer implements LongLived {
       );
       if (unresolved && (await this.o.pieceKeeper!.keepPieces(rec.header.id, unresolved))) {
         // Its acknowledged pieces must not be sent again: what is left is queued anew, the record goes.
-        this.o.onDelivered(rec.header.id);
+        await this.o.writes.retryStateWrite(async () => this.o.onDelivered(rec.header.id));
         await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else if (result === 'done') {
         // ENOSPC here is the disk_full state, as anywhere: wait for space.
-        // The state forgets the queued batch first: a damaged-record check in
-        // between must never take an acknowledged batch for a lost one.
-        this.o.onDelivered(rec.header.id);
+        // The state forgets the queued batch first, durably: a kill -9 after
+        // the queue's ack and before the journal's group commit left a batch
+        // the state still listed as queued and the queue no longer had, which
+        // the next start reported as a damaged record (ERROR queue_corrupt,
+        // its lines sent again or counted lost).
+        await this.o.writes.retryStateWrite(async () => this.o.onDelivered(rec.header.id));
         await this.o.writes.retryStateWrite(() => queue.ack(rec.ref));
         this.o.onChange();
       } else {

@@ -228,6 +228,8 @@ export class RetryQueue implements LongLived {
     if (!e || e.acked) return;
     await this.acksFh!.write(encodeAck(ref));
     await this.acksFh!.sync();
+    // Test crash point: die with the ack durable and nothing after it.
+    if (shouldCrash('queue-ack')) crashNow();
     this.ackRecords++;
     this.ix.markAcked(e);
     await this.dropDoneSegments();

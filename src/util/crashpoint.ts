@@ -1,7 +1,7 @@
 // Test-only crash points: SPOOLSHIP_TEST_CRASH_AT=<point>[:<n>] (read by the
 // `run` command) makes the process SIGKILL itself the n-th time (default 1st)
 // it reaches <point>, so process tests can prove a crash inside a write loses
-// nothing. Points: journal-write, queue-write, checkpoint-rename. With no
+// nothing. Points: journal-write, queue-write, queue-ack, checkpoint-rename. With no
 // crash point set, `shouldCrash` is always false.
 //
 // Just before the kill the process writes one log line to stderr (event
@@ -11,7 +11,7 @@
 // exit reaches it, and later still on a loaded machine.
 import { writeSync } from 'node:fs';
 
-export type CrashPointName = 'journal-write' | 'queue-write' | 'checkpoint-rename';
+export type CrashPointName = 'journal-write' | 'queue-write' | 'queue-ack' | 'checkpoint-rename';
 
 let armed: { name: string; remaining: number } | null = null;
 

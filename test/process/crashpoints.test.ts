@@ -1,8 +1,8 @@
-// kill -9 *inside* the three state writes (SPOOLSHIP_TEST_CRASH_AT, see
-// src/util/crashpoint.ts): half a queue record, half a journal group commit,
-// a checkpoint written but not renamed. Each time the next start loads
-// cleanly (no ERROR, the damage reported as a WARN and in metrics), and
-// nothing is lost.
+// kill -9 *inside* the state writes (SPOOLSHIP_TEST_CRASH_AT, see
+// src/util/crashpoint.ts): half a queue record, a queue ack with nothing
+// after it, half a journal group commit, a checkpoint written but not
+// renamed. Each time the next start loads cleanly (no ERROR, the damage
+// reported as a WARN and in metrics), and nothing is lost.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -111,6 +111,26 @@ describe('kill -9 inside state writes (process)', () => {
     console.log(`[crash queue-write] ${JSON.stringify({ ...result, queueSegments: segs.length })}`);
     // Nothing was inserted before the outage ended, so there is nothing to duplicate.
     expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
+  });
+
+  it('queue-ack: a queued batch acknowledged in the queue just before the kill is no damaged record at the next start (no ERROR, nothing counted lost)', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });
+    const cfg = await writeConfig(dir, t, { batch: BATCH, retry: { initial_ms: 5, max_ms: 20 } });
+    const total = 1000;
+    mkdirSync(path.join(cfg.spoolDir, 'ev'), { recursive: true });
+    appendFileSync(path.join(cfg.spoolDir, 'ev', 'a.ndjson'), lines('c', 0, total));
+    // The outage queues every batch; once it ends, the first queued batch delivered and acknowledged in the queue is the kill.
+    const crashed = spawnAgent(cfg.configFile, { SPOOLSHIP_TEST_CRASH_AT: 'queue-ack' });
+    const admin = (await crashed.started)!;
+    await waitFor(async () => (await metric(admin, 'spoolship_queue_batches')) >= total / LINES_PER_BATCH, 'every batch queued during the outage');
+    t.emu.setFaults([]);
+    await expectCrashed(crashed, 'queue-ack');
+    // The state still listing it as queued (its journal record not yet group-committed) was taken for a damaged record: ERROR queue_corrupt.
+    const { p } = await restartClean(cfg.configFile);
+    await drainAndStop(t, p, total);
+    const result = await checkDelivery(t, 'ev', 'c', total);
+    expect({ missing: result.missing, unexpected: result.unexpected }).toEqual({ missing: 0, unexpected: 0 });
   });
 
   it('journal-write: a torn journal tail is cut at the next start; nothing lost, duplicates within the bound', async () => {

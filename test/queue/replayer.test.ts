@@ -18,7 +18,7 @@ async function replayerFor(h: Harness, queue: RetryQueue): Promise<{ delivered: 
     clock: h.clock,
     log: pino({ level: 'silent' }),
     onChange: () => undefined,
-    onDelivered: (id) => delivered.push(id),
+    onDelivered: (id) => void delivered.push(id),
     onPastDedupWindow: () => undefined,
     writes: { retryStateWrite: (fn) => fn() },
     onFatal: (err) => {
