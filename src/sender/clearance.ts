@@ -12,6 +12,9 @@ import type { BudgetParkReason } from './retry-policy.js';
 import type { DeliveryCtx } from './types.js';
 
 export class Clearance {
+  /** retryNow() calls so far. */
+  private retries = 0;
+
   constructor(
     private readonly clock: Clock,
     private readonly notifier: Notifier,
@@ -75,9 +78,20 @@ export class Clearance {
     }
   }
 
-  /** Until clock time `t`, or until the delivery is aborted. */
-  async sleepUntil(t: number, ctx: DeliveryCtx): Promise<void> {
-    while (!ctx.ac.signal.aborted) {
+  /**
+   * What may have caused the failures changed (a SIGHUP, a new token or
+   * client certificate): the backoffs under way end now (a Retry-After pause
+   * does not: the server said when).
+   */
+  retryNow(): void {
+    this.retries++;
+    this.notifier.notify();
+  }
+
+  /** Until clock time `t`, or until the delivery is aborted; a `backoff` also until retryNow(). */
+  async sleepUntil(t: number, ctx: DeliveryCtx, backoff = false): Promise<void> {
+    const retries = this.retries;
+    while (!ctx.ac.signal.aborted && !(backoff && this.retries !== retries)) {
       const ms = t - this.clock.now();
       if (ms <= 0) return;
       await this.notifier.wait(this.clock, ms);

@@ -60,11 +60,7 @@ export class Sender implements LongLived, SizeCaps {
     this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
   }
 
-  /**
-   * Size cap for new batches: max_bytes, or lower after a 413. One limit for
-   * the whole budget (the platform's plan limit is not per Data Source); it
-   * grows back 10 % per 5 minutes without a 413.
-   */
+  /** Size cap for new batches: max_bytes, or lower after a 413; one for the budget (the plan's limit), growing back 10 % per 5 minutes. */
   capFor(_ds?: string): number {
     return this.learned.capFor();
   }
@@ -74,11 +70,12 @@ export class Sender implements LongLived, SizeCaps {
     return this.refusals.parked();
   }
 
-  /** SIGHUP / token file change: probe parked budgets and Data Sources now; with no batch to probe with (`nothingQueued` and none held), the budget unparks and the next batch proves the new token. */
+  /** SIGHUP, token or client certificate change: probe parked budgets and Data Sources, end backoffs, now; with no batch to probe with (`nothingQueued` and none held), the budget unparks and the next batch proves the new token. */
   wake(nothingQueued = false): void {
     if (nothingQueued && this.deliveries.size === 0) this.budgetPark.unpark();
     this.budgetPark.wake();
     this.refusals.wake();
+    this.clearance.retryNow();
   }
 
   /** An operator moved batches of a Data Source away (`spoolship queue dead-letter`): DataSourceRefusals.operatorMoved. */
@@ -376,7 +373,7 @@ export class Sender implements LongLived, SizeCaps {
       const until = this.o.clock.now() + v.afterMs;
       if (v.pauseBudget) this.clearance.pause(until, v.afterMs);
       if (attempt >= (ctx.opts.deferAfter ?? Infinity) && defer()) return 'deferred';
-      await this.clearance.sleepUntil(until, ctx);
+      await this.clearance.sleepUntil(until, ctx, !v.pauseBudget);
       if (this.stopping) return 'aborted';
     }
   }

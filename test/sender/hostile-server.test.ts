@@ -337,6 +337,26 @@ describe('Retry-After and X-RateLimit-Reset are bounded', () => {
     expect(s.seen).toHaveLength(4);
   });
 
+  it('a wake (SIGHUP, a new token or client certificate) ends a backoff at once, but not a Retry-After pause', async () => {
+    const s = await scripted([{ status: 503 }]);
+    const backoff = s.sender.deliver(s.batch(1));
+    await settle(() => s.clock.waiting === 1, 'the backoff after the 503');
+    expect(s.clock.nextWakeInMs()).toBeGreaterThan(0);
+    s.sender.wake();
+    expect(await backoff).toBe('done');
+    expect(s.seen).toHaveLength(2);
+
+    const t = await scripted([{ status: 429, headers: { 'retry-after': '9' } }]);
+    const paused = t.sender.deliver(t.batch(1));
+    await settle(() => t.clock.waiting === 1, 'the Retry-After pause');
+    t.sender.wake();
+    await settle(() => t.clock.waiting === 1, 'still paused after the wake');
+    expect(t.seen).toHaveLength(1);
+    expect(t.clock.nextWakeInMs()).toBe(9000);
+    t.clock.advance(9000);
+    expect(await paused).toBe('done');
+  });
+
   it('the 429 after which a batch moves to the disk queue pauses the budget too: the replay waits for Retry-After', async () => {
     const s = await scripted([{ status: 429, headers: { 'retry-after': '7' } }]);
     const b = s.batch(2);
