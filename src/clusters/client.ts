@@ -7,7 +7,7 @@
 import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { ProxyRoute } from '../config/proxy.js';
 import { ApiError, NetworkError } from '../errors.js';
-import { createDispatcher, ProxyFailure } from '../net/dispatcher.js';
+import { createDispatcher, ProxyFailure, type TlsMaterial } from '../net/dispatcher.js';
 import { clusterPaths, orgPaths } from './paths.js';
 import type {
   ClusterConfiguration,
@@ -32,6 +32,8 @@ export interface ClusterClientOptions {
   dispatcher?: Dispatcher;
   /** The forward proxy to baseUrl (api.proxy and the environment, src/config/proxy.ts); default: none. */
   route?: ProxyRoute;
+  /** api.ca_file and the client certificate, as the agent uses them; default: none. */
+  tls?: TlsMaterial;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -47,7 +49,7 @@ export class ClusterClient {
     this.base = opts.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher = opts.dispatcher ?? ownDispatcher(opts.baseUrl, opts.route, this.timeoutMs);
+    this.dispatcher = opts.dispatcher ?? ownDispatcher(opts.baseUrl, opts.route, this.timeoutMs, opts.tls ?? {});
   }
 
   listClusters(): Promise<ClusterListing> {
@@ -120,9 +122,9 @@ export class ClusterClient {
   }
 }
 
-function ownDispatcher(baseUrl: string, route: ProxyRoute | undefined, timeoutMs: number): Dispatcher {
-  if (!route || route.kind === 'direct') return new Agent({ keepAliveTimeout: 1_000 });
-  return createDispatcher({ Pool, ProxyAgent, EnvHttpProxyAgent, buildConnector }, new URL(baseUrl).origin, { route, tls: {}, connections: null, allowH2: false, timeoutMs });
+function ownDispatcher(baseUrl: string, route: ProxyRoute | undefined, timeoutMs: number, tls: TlsMaterial): Dispatcher {
+  if (!route || route.kind === 'direct') return new Agent({ keepAliveTimeout: 1_000, connect: tls });
+  return createDispatcher({ Pool, ProxyAgent, EnvHttpProxyAgent, buildConnector }, new URL(baseUrl).origin, { route, tls, connections: null, allowH2: false, timeoutMs });
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -21,6 +21,8 @@ export interface Target {
   baseUrl: string;
   /** api.proxy of the config file read, else null (from the environment). */
   proxy: string | null;
+  /** api.ca_file, api.client_cert_file and api.client_key_file of the config file read (null: none). */
+  tlsFiles: { ca: string | null; cert: string | null; key: string | null };
   /** SPOOLSHIP_* variables that name no key (a misspelt one may be why a flag is missing). */
   warnings: string[];
 }
@@ -29,7 +31,7 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   const envToken = env.SPOOLSHIP_ADMIN_TOKEN || undefined;
   const needConfig = flags.configFile !== undefined || !flags.org || !(flags.token || envToken) || !flags.baseUrl;
   // Only these keys are used: an unset ${VAR} elsewhere (api.token, say) is no problem here.
-  const usedKeys = ['api.proxy', ...(flags.org ? [] : ['clusters.org']), ...(flags.token || envToken ? [] : ['clusters.token']), ...(flags.baseUrl ? [] : ['api.base_url'])];
+  const usedKeys = ['api.proxy', 'api.ca_file', 'api.client_cert_file', 'api.client_key_file', ...(flags.org ? [] : ['clusters.org']), ...(flags.token || envToken ? [] : ['clusters.token']), ...(flags.baseUrl ? [] : ['api.base_url'])];
   const loaded = needConfig ? loadConfig({ file: flags.configFile ?? null, env, cwd, usedKeys }) : null;
   const config: Readonly<Config> | null = loaded?.config ?? null;
 
@@ -38,7 +40,8 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   const token = flags.token || envToken || config?.clusters.token;
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
-  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null, warnings: loaded?.envWarnings ?? [] };
+  const tlsFiles = { ca: config?.api.ca_file ?? null, cert: config?.api.client_cert_file ?? null, key: config?.api.client_key_file ?? null };
+  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null, tlsFiles, warnings: loaded?.envWarnings ?? [] };
 }
 
 function configuredBaseUrl(config: Readonly<Config> | null): string {

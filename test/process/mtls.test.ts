@@ -3,6 +3,7 @@
 // from another CA, or rotated (the cause in the retry WARN and in status's
 // last error), and that nothing is lost: once fixed (a SIGHUP with the new
 // config, or the files replaced), every line arrives exactly once.
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -53,6 +54,19 @@ async function refusedVisibly(p: AgentProcess, admin: string, ds: string, since:
 async function allOnce(t: TestEmu, ds: string, prefix: string, count: number): Promise<void> {
   // Fails at once on a duplicate or a row that is not one of the lines.
   await waitForDelivery(t, ds, prefix, count, `every ${prefix} line delivered once`);
+}
+
+const CLI = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'dist', 'cli.js');
+
+function cli(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 describe('mutual TLS (process)', () => {
@@ -126,6 +140,23 @@ describe('mutual TLS (process)', () => {
       expect((await p.exited).code).toBe(2);
       expect(p.stderr).toContain('api.client_cert_file');
     }
+  });
+
+  it('clusters: api.ca_file and the client certificate of -c are used (they were not: a self-signed or client-certificate host could not be reached)', async () => {
+    const { dir, pki, ca, other, t } = await setup();
+    const good = makeClientCert(pki, ca, 'ops');
+    const foreign = makeClientCert(pki, other, 'stranger');
+    const args = (cfg: string) => ['clusters', 'list', '-c', cfg, '--org', t.emu.org, '--token', t.emu.adminToken, '--json'];
+    const ok = await writeConfig(dir, t, { api: { ca_file: t.emu.caFile, client_cert_file: good.certFile, client_key_file: good.keyFile } });
+    const listed = await cli(args(ok.configFile), dir);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout.length).toBeGreaterThan(0);
+    // Another CA's certificate: the emulator refuses the handshake.
+    mkdirSync(path.join(dir, 'other'));
+    const refused = await writeConfig(path.join(dir, 'other'), t, { api: { ca_file: t.emu.caFile, client_cert_file: foreign.certFile, client_key_file: foreign.keyFile } });
+    const failed = await cli(args(refused.configFile), dir);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/no answer/);
   });
 
   it('every file that cannot be read is named at once (the start listed only the first)', async () => {

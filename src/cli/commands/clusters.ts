@@ -8,6 +8,7 @@ import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
 import { parsePositiveInt, parseRoleWeights, parseSets } from '../../clusters/args.js';
 import { ClusterClient, DEFAULT_REQUEST_TIMEOUT_MS } from '../../clusters/client.js';
 import { proxyRoute } from '../../config/proxy.js';
+import { readTlsMaterial } from '../../net/setup.js';
 import { confirm } from '../../clusters/confirm.js';
 import { findCluster, modifyCluster, type ModifyOutcome } from '../../clusters/modify.js';
 import type { ClusterListing } from '../../clusters/types.js';
@@ -143,7 +144,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   }
   const target = resolveTarget({ org: flags.org, token: flags.token, baseUrl: flags['base-url'], configFile: flags.config }, io.env, io.cwd);
   for (const w of target.warnings) io.stderr.write(`spoolship clusters: warning: ${w}\n`);
-  const client = new ClusterClient({ ...target, timeoutMs, route: proxyRoute(target.proxy, io.env, target.baseUrl) });
+  const client = new ClusterClient({ ...target, timeoutMs, route: proxyRoute(target.proxy, io.env, target.baseUrl), tls: await readTlsMaterial(target.tlsFiles) });
   try {
     if (!intent) {
       if (verb === 'list' && flags.wait) {
