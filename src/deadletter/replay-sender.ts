@@ -40,8 +40,8 @@ export interface LineSender {
 }
 
 export interface ReplaySenderEvents {
-  /** A retry streak started (once per reason until an answer is final). */
-  onRetry?(reason: string, ds: string): void;
+  /** A retry streak started (once per reason until an answer is final), with its cause (the error or the status). */
+  onRetry?(reason: string, ds: string, cause: string | null): void;
   onStop?(reason: StopReason, scope: string): void;
   /** Where the shared budget's warnings go (a fallback to the local limit); stderr when absent. */
   log?: Logger;
@@ -112,10 +112,10 @@ class ReplaySender implements LineSender {
       clock: systemClock,
       hooks: {
         onRequest: () => undefined,
-        onRetry: (reason, ds) => {
+        onRetry: (reason, ds, cause) => {
           if (reason === '400' || reason === '413' || this.retrying.has(reason)) return;
           this.retrying.add(reason);
-          this.events.onRetry?.(reason, ds);
+          this.events.onRetry?.(reason, ds, cause ?? null);
         },
         onAck: () => this.retrying.clear(),
         onParkChange: (scope, reason) => {

@@ -274,6 +274,19 @@ describe('dead-letter replay', () => {
     expect(await readdir(path.join(state, 'dead-letter'))).toEqual(['app.ndjson']);
   });
 
+  it('a retry names its cause (the status, or the network error), as send does', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });
+    const state = path.join(dir, 'state');
+    await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"a":1}')]);
+    const cfg = await writeConfig(dir, emu);
+    const replay = startCli(['dead-letter', 'replay', '-c', cfg], dir);
+    await waitFor(() => replay.stderr().includes('retrying ('), 'the retry');
+    expect(replay.stderr()).toContain('retrying (5xx: HTTP 503) for Data Source app');
+    replay.child.kill('SIGINT');
+    expect((await replay.done).code).toBe(1);
+  });
+
   it('a replay killed with kill -9 mid-way: the next one resends at most the window under way, not the lines acknowledged before', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);

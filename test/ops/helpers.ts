@@ -20,7 +20,7 @@ export interface CliResult {
   stderr: string;
 }
 
-export function startCli(args: string[], cwd: string, env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult>; stdout: () => string } {
+export function startCli(args: string[], cwd: string, env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult>; stdout: () => string; stderr: () => string } {
   const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -30,7 +30,7 @@ export function startCli(args: string[], cwd: string, env: Record<string, string
   onCleanup(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  return { child, done, stdout: () => stdout };
+  return { child, done, stdout: () => stdout, stderr: () => stderr };
 }
 
 export function runCli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {

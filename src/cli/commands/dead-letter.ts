@@ -130,7 +130,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
   await stateDirToWrite(config.state_dir, 'dead-letter replay', io);
   const say = (msg: string) => io.stderr.write(`spoolship dead-letter replay: ${msg}\n`);
   const sender = await createReplaySender(config, io.env, {
-    onRetry: (reason, ds) => say(`retrying (${reason}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
+    onRetry: (reason, ds, cause) => say(`retrying (${reason}${cause ? `: ${cause}` : ''}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
     onStop: (reason, scope) => say(`${STOP_MESSAGES[reason]}${scope !== 'budget' && scope !== 'replay' ? ` (${scope})` : ''}`),
   });
   const onInterrupt = () => sender.stop('interrupted');
