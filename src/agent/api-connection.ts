@@ -18,7 +18,6 @@ import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.
 import type { Clock } from '../util/clock.js';
 import { partOf, type StartedParts } from './lifecycle.js';
 import type { BudgetMemory } from '../sender/budget-memory.js';
-import { readKeyFileSync } from '../util/bounded-read.js';
 import { ConfigError } from '../errors.js';
 import { unreadableFiles } from './preflight.js';
 
@@ -56,15 +55,13 @@ export class ApiConnection {
   async readCredentials(): Promise<void> {
     const c = this.config;
     if (c.api.base_url === 'embedded') return;
-    // Every file that cannot be read at once, as a reload lists them (a start listed only the first).
+    // Every file that cannot be read, at once, before the state_dir is touched
+    // (a reload checks the same way; a start listed only the first).
     const unreadable = await unreadableFiles(c);
     if (unreadable.length > 0) throw new ConfigError(unreadable);
     this.token = await TokenSource.create(c.api.token, c.api.token_file);
     this.identity = await ClientIdentitySource.create(c.api.client_cert_file, c.api.client_key_file);
     this.route = proxyRoute(c.api.proxy, this.o.env, apiBaseUrl(c));
-    // Read again when the client and the budget are made; here, a missing one refuses the start before the state_dir is touched.
-    if (c.api.ca_file) readKeyFileSync('api.ca_file', c.api.ca_file);
-    if (c.limits.redis_ca_file) readKeyFileSync('limits.redis_ca_file', c.limits.redis_ca_file);
   }
 
   /** The API's address (the embedded emulator's, when asked), the token, the HTTP client and the request budget; returns the address. */

@@ -83,15 +83,12 @@ function warnings(c: Config, usable: Usable): string[] {
     out.push(`api.${set} is set but api.${unset} is not: mutual TLS needs both; no client certificate is sent until both are set`);
   }
   if (usable('api.base_url', 'api.token', 'api.token_file')) out.push(...apiWarnings(c));
-  for (const key of ['token_file', 'ca_file', 'client_cert_file', 'client_key_file'] as const) {
-    const file = c.api[key];
-    if (file !== null && usable(`api.${key}`) && !existsSync(file)) {
-      out.push(`api.${key}: ${file} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
-    }
-  }
-  const redisCa = c.limits.redis_ca_file;
-  if (redisCa !== null && usable('limits.redis_ca_file') && !existsSync(redisCa)) {
-    out.push(`limits.redis_ca_file: ${redisCa} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
+  const files: Array<[string, string | null]> = [
+    ...(['token_file', 'ca_file', 'client_cert_file', 'client_key_file'] as const).map((k): [string, string | null] => [`api.${k}`, c.api[k]]),
+    ['limits.redis_ca_file', c.limits.redis_ca_file],
+  ];
+  for (const [key, file] of files) {
+    if (file !== null && usable(key) && !existsSync(file)) out.push(`${key}: ${file} does not exist (yet); the agent reads it at start-up and on SIGHUP`);
   }
   return out;
 }

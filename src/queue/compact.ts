@@ -16,14 +16,14 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { QueueMarkerCorruptError } from '../errors.js';
 import { fsyncDir } from '../util/fsx.js';
-import type { QueueRef } from './format.js';
+import { SEGMENT_BYTES, type QueueRef } from './format.js';
 import { isBefore, type Entry } from './segments.js';
 
 export const COMPACT_MARKER = 'compact.json';
 
 /** Segments are sized from queue.max_bytes: an eighth of it, 4 KiB to 64 MiB (format.ts SEGMENT_BYTES). */
-export function segmentBytesFor(maxBytes: number, cap: number): number {
-  return Math.max(4096, Math.min(cap, Math.floor(maxBytes / 8)));
+export function segmentBytesFor(maxBytes: number): number {
+  return Math.max(4096, Math.min(SEGMENT_BYTES, Math.floor(maxBytes / 8)));
 }
 
 const MARKER_VERSION = 1;

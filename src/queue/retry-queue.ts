@@ -40,7 +40,7 @@ import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, SEGMENT_BYTES, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
+import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
 import { RecordIndex } from './record-index.js';
 import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord } from './segments.js';
@@ -78,7 +78,7 @@ export class RetryQueue implements LongLived {
 
   /** Segments are an eighth of maxBytes, at most SEGMENT_BYTES; tests make them small to cycle them, and look at compaction's steps. */
   static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, t: { segmentBytes?: number; onCompactStep?: CompactTarget['onStep'] } = {}): Promise<RetryQueue> {
-    const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes, SEGMENT_BYTES), t.onCompactStep);
+    const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes), t.onCompactStep);
     await q.load();
     return q;
   }

@@ -66,8 +66,6 @@ export async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): P
 export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: (what: string, torn?: boolean) => void) {
   const entries: Entry[] = [];
   const segBytes = new Map<number, number>();
-  let liveBytes = 0;
-  let live = 0;
   let last: { seg: number; end: number } | null = null;
   for (const seg of await listSegments(dir)) {
     const fh = await fsp.open(segmentFile(dir, seg), 'r+');
@@ -77,12 +75,7 @@ export async function indexSegments(dir: string, acked: ReadonlySet<string>, onC
       // A damaged record's lines are read again from the spool by the agent.
       for (const [off, bytes] of index.damaged) onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`);
       for (const { off, len } of index.records) {
-        const isAcked = acked.has(ackKey({ seg, off }));
-        entries.push({ seg, off, len, acked: isAcked, leased: false });
-        if (!isAcked) {
-          liveBytes += len;
-          live++;
-        }
+        entries.push({ seg, off, len, acked: acked.has(ackKey({ seg, off })), leased: false });
       }
       if (index.end < size) {
         onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`, true);
@@ -95,7 +88,7 @@ export async function indexSegments(dir: string, acked: ReadonlySet<string>, onC
       await fh.close();
     }
   }
-  return { entries, segBytes, liveBytes, live, last };
+  return { entries, segBytes, last };
 }
 
 /** Whether `e` lies before `at` in the queue's order. */
