@@ -75,10 +75,7 @@ export function createDispatcher(undici: Undici, origin: string, o: DispatcherOp
     ...common,
     // The tunnel's far end: TLS to the API with its CA and client certificate, HTTP/2 offered by ALPN.
     requestTls: { ...tls, allowH2: o.allowH2 },
-    // The CONNECT is answered within api.timeout_ms too, or the connection
-    // fails: undici's own 300 s kept trying a proxy that accepted and never
-    // answered while every request behind it timed out.
-    clientFactory: (url: URL, opts: object) => new ProxyClient(url, { ...opts, headersTimeout: o.timeoutMs }),
+    clientFactory: (url: URL, opts: object) => new ProxyClient(url, opts),
     factory,
   };
   if (o.route.noProxy === null) return new undici.ProxyAgent({ ...proxied, uri: o.route.url });

@@ -76,6 +76,8 @@ describe('api.proxy (process)', () => {
     expect(exit.code).toBe(0);
     expect(exit.at - at).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
     expect(p.logs.filter((l) => l.event === 'stopped')).toHaveLength(1);
+    // Every part ended (the connections were cut), none left hanging past the deadline.
+    expect(p.logs.filter((l) => l.event === 'stop_step_failed')).toEqual([]);
   });
 
   it('run: HTTPS_PROXY from the environment carries every request, TLS to the API inside the tunnel', async () => {
