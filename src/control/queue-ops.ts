@@ -13,6 +13,7 @@
 import { decodeBody } from '../codec/index.js';
 import { bodyBytes } from '../sender/body.js';
 import type { DeadLetterInput, DeadLetterStore } from '../deadletter/store.js';
+import type { LinePieces } from '../deadletter/from-batch.js';
 import type { Logger } from '../log.js';
 import type { QueuedHeader, QueueRef, RetryQueue } from '../queue/retry-queue.js';
 import type { HeldBatch, RootBatch, Sender } from '../sender/sender.js';
@@ -28,7 +29,7 @@ const PICKUP_POLL_MS = 50;
 
 /** The agent's dead-letter path for a batch's lines: file and offset located, metrics counted (Pipeline implements it). */
 export interface DeadLetterPath {
-  deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: 'operator', status: number | null): Promise<void>;
+  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: 'operator', status: number | null): Promise<void>;
 }
 
 export interface QueueOpsDeps {
@@ -199,7 +200,7 @@ export class QueueOps implements ControlHandler {
       throw new Error(`queued batch ${header.id} cannot be read (damaged): the agent reads its lines again from the spool`);
     }
     const raw = rec.header.encoding ? await decodeBody(rec.header.encoding, rec.body) : rec.body;
-    await this.d.deadLetterPath.deadLetterLines(header.id, header.ds, 0, raw, 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
+    await this.d.deadLetterPath.deadLetterLines(header.id, header.ds, [{ lineStart: 0, raw }], 'operator', (this.d.sender.history(header.id) ?? header.history)?.lastStatus ?? null);
     // As after a delivery (replayer.ts): the state forgets the batch, then the queue.
     store.completeQueued(header.id);
     this.d.sender.forget(header.id);

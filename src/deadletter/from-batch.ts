@@ -7,6 +7,23 @@ import { locateLines } from '../recovery/reform.js';
 import type { RangeRecord } from '../state/journal.js';
 import type { DeadLetterInput, DeadLetterReason } from './store.js';
 
+/** Pieces of one batch, each its raw lines and the batch line it starts at. */
+export type LinePieces = ReadonlyArray<{ lineStart: number; raw: Buffer }>;
+
+/** deadLetterInputs for several pieces of one batch, in their order. */
+export async function piecesInputs(
+  ds: string,
+  pieces: LinePieces,
+  reason: DeadLetterReason,
+  status: number | null,
+  ranges: readonly RangeRecord[] | undefined,
+  pathOf: (key: string) => string | undefined,
+): Promise<DeadLetterInput[]> {
+  const out: DeadLetterInput[] = [];
+  for (const p of pieces) out.push(...(await deadLetterInputs({ ds, lineStart: p.lineStart }, p.raw, reason, status, ranges, pathOf)));
+  return out;
+}
+
 export async function deadLetterInputs(
   part: { ds: string; lineStart: number },
   raw: Buffer,

@@ -125,8 +125,8 @@ class ReplaySender implements LineSender {
             void a.sender.close();
           }
         },
-        deadLetterLines: async (_root, part, _raw, reason, status) => {
-          for (let i = 0; i < part.lines; i++) a.answers[part.lineStart + i] = { kind: 'rejected', reason, status };
+        deadLetterLines: async (_root, parts, reason, status) => {
+          for (const { part } of parts) for (let i = 0; i < part.lines; i++) a.answers[part.lineStart + i] = { kind: 'rejected', reason, status };
         },
       },
     });

@@ -11,6 +11,7 @@ import type { SendOutcome } from '../sender/http-client.js';
 import type { AckOddity, RetryReason } from '../sender/retry-policy.js';
 import type { BisectionEvent, DsParkReason, Part, RootBatch, SenderHooks, SplitEvent } from '../sender/sender.js';
 import type { DeadLetterReason } from '../deadletter/store.js';
+import type { LinePieces } from '../deadletter/from-batch.js';
 import type { CountLog } from './count-log.js';
 import { RetryStreak } from './retry-streak.js';
 import { SplitLog } from './split-log.js';
@@ -18,7 +19,7 @@ import type { Clock } from '../util/clock.js';
 
 /** Where a batch's refused lines are stored (Pipeline.deadLetterLines). */
 export interface BatchDeadLetters {
-  deadLetterLines(batchId: number, ds: string, lineStart: number, raw: Buffer, reason: DeadLetterReason, status: number | null): Promise<void>;
+  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<void>;
 }
 
 export class SenderEvents implements SenderHooks {
@@ -106,8 +107,8 @@ export class SenderEvents implements SenderHooks {
     this.streak.success();
   }
 
-  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
-    return this.o.deadLetters.deadLetterLines(root.id, part.ds, part.lineStart, raw, reason, status);
+  deadLetterLines(root: RootBatch, parts: ReadonlyArray<{ part: Part; raw: Buffer }>, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
+    return this.o.deadLetters.deadLetterLines(root.id, root.ds, parts.map((p) => ({ lineStart: p.part.lineStart, raw: p.raw })), reason, status);
   }
 
   onOddAnswer(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void {

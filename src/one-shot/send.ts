@@ -12,7 +12,7 @@ import type { NetworkSetup } from '../net/setup.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import type { Sender } from '../sender/sender.js';
 import path from 'node:path';
-import { deadLetterInputs } from '../deadletter/from-batch.js';
+import { piecesInputs } from '../deadletter/from-batch.js';
 import type { RangeRecord } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
 import { systemClock } from '../util/clock.js';
@@ -109,9 +109,10 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.error ??= parkMessage(reason, detail, o.datasource);
         void sender.close();
       },
-      deadLetterLines: async (root, part, raw, reason, status) => {
+      deadLetterLines: async (root, parts, reason, status) => {
         // Where each line came from, read back from its file (stdin cannot be: null).
-        const inputs = await deadLetterInputs(part, raw, reason, status, batchRanges.get(root.id), (k) => fileOf(k));
+        const pieces = parts.map((p) => ({ lineStart: p.part.lineStart, raw: p.raw }));
+        const inputs = await piecesInputs(root.ds, pieces, reason, status, batchRanges.get(root.id), (k) => fileOf(k));
         await Promise.all(inputs.map((input) => storeDeadLetter(input)));
       },
     },

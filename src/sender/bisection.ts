@@ -66,6 +66,11 @@ export function rejectLine(ctx: DeliveryCtx, part: Part, raw: Buffer): 'request_
   return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
 }
 
+/** The lines isolated so far, in batch order, to be written to the dead-letter store together. */
+export function takeRejects(ctx: DeliveryCtx): Array<{ part: Part; raw: Buffer }> {
+  return ctx.pendingRejects.splice(0).sort((a, b) => a.part.lineStart - b.part.lineStart);
+}
+
 /** A 400 for a piece of several lines: the episode's start event the first time, null after. */
 export function startEpisode(ctx: DeliveryCtx, part: Part): BisectionEvent | null {
   if (ctx.bisecting) return null;

@@ -24,7 +24,7 @@ import { reportAck } from './ack-report.js';
 import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
 import { Deliveries, newCtx } from './deliveries.js';
-import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode } from './bisection.js';
+import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode, takeRejects } from './bisection.js';
 import { SplitEpisode } from './split-episode.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
@@ -196,11 +196,13 @@ export class Sender implements LongLived, SizeCaps {
     }
   }
 
-  /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it. */
-  private async deadLetter(ctx: DeliveryCtx, part: Part, raw: Buffer, reason: Parameters<SenderHooks['deadLetterLines']>[3], status: number | null): Promise<void> {
-    await this.o.hooks.deadLetterLines(ctx.root, part, raw, reason, status);
-    ctx.linesDeadLettered += part.lines;
-    this.splits.deadLettered(ctx, part.lines);
+  /** Every dead-letter write of a delivery goes through here, so the 400 episode's totals count it: one write for all `parts`. */
+  private async deadLetter(ctx: DeliveryCtx, parts: ReadonlyArray<{ part: Part; raw: Buffer }>, reason: Parameters<SenderHooks['deadLetterLines']>[2], status: number | null): Promise<void> {
+    if (parts.length === 0) return;
+    await this.o.hooks.deadLetterLines(ctx.root, parts, reason, status);
+    const lines = parts.reduce((n, p) => n + p.part.lines, 0);
+    ctx.linesDeadLettered += lines;
+    this.splits.deadLettered(ctx, lines);
   }
 
   private releaseDsProbe(ctx: DeliveryCtx): void {
@@ -235,10 +237,9 @@ export class Sender implements LongLived, SizeCaps {
       }
       if (v === 'released') {
         // An operator gave up on the batch: what is not acknowledged yet goes to the dead-letter store.
-        for (const p of [part, ...work.splice(0)]) {
-          await this.deadLetter(ctx, p, await rawOf(p), 'operator', this.deliveries.historyOf(root.id).lastStatus);
-          ctx.releasedLines += p.lines;
-        }
+        const left = [part, ...work.splice(0)].sort((a, b) => a.lineStart - b.lineStart);
+        await this.deadLetter(ctx, await Promise.all(left.map(async (p) => ({ part: p, raw: await rawOf(p) }))), 'operator', this.deliveries.historyOf(root.id).lastStatus);
+        ctx.releasedLines += left.reduce((n, p) => n + p.lines, 0);
         break;
       }
       if (v === 'aborted' || v === 'deferred') {
@@ -248,11 +249,10 @@ export class Sender implements LongLived, SizeCaps {
       const r = await this.handle(part, v, ctx, work);
       if (r) return r;
     }
-    for (const { part, raw } of ctx.pendingRejects.splice(0)) {
-      await this.deadLetter(ctx, part, raw, 'rejected', 400);
-      // Released by an operator: these left the batch for the dead-letter store too (as rejected).
-      if (ctx.released) ctx.releasedLines += part.lines;
-    }
+    const rejected = takeRejects(ctx);
+    await this.deadLetter(ctx, rejected, 'rejected', 400);
+    // Released by an operator: these left the batch for the dead-letter store too (as rejected).
+    if (ctx.released) ctx.releasedLines += rejected.reduce((n, r) => n + r.part.lines, 0);
     return 'done';
   }
 
@@ -263,7 +263,7 @@ export class Sender implements LongLived, SizeCaps {
    * go to the dead-letter store; the caller keeps the other pieces.
    */
   private async leaveUnresolved(ctx: DeliveryCtx, pieces: Part[]): Promise<void> {
-    for (const { part, raw } of ctx.pendingRejects.splice(0)) await this.deadLetter(ctx, part, raw, 'rejected', 400);
+    await this.deadLetter(ctx, takeRejects(ctx), 'rejected', 400);
     ctx.opts.onUnresolved!(pieces.sort((a, b) => a.lineStart - b.lineStart));
   }
 
@@ -280,7 +280,7 @@ export class Sender implements LongLived, SizeCaps {
       return null;
     }
     if (v.kind === 'dead_letter') {
-      await this.deadLetter(ctx, part, await rawOf(part), v.reason, v.status);
+      await this.deadLetter(ctx, [{ part, raw: await rawOf(part) }], v.reason, v.status);
       return null;
     }
     const raw = await rawOf(part);
@@ -291,7 +291,7 @@ export class Sender implements LongLived, SizeCaps {
       }
       this.splits.refused(ctx, part);
       if (part.lines <= 1) {
-        await this.deadLetter(ctx, part, raw, 'line_too_long', v.status);
+        await this.deadLetter(ctx, [{ part, raw }], 'line_too_long', v.status);
         return null;
       }
     } else {

@@ -39,11 +39,12 @@ export interface SenderHooks {
   onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
   /**
-   * Store the part's lines as dead letters (durably) before the batch counts
-   * as done. `operator`: released by `spoolship queue dead-letter` (status:
-   * the batch's last answer, null when none).
+   * Store the parts' lines as dead letters (durably) before the batch counts
+   * as done: one write (one log event) for all of them. `operator`: released
+   * by `spoolship queue dead-letter` (status: the batch's last answer, null
+   * when none).
    */
-  deadLetterLines(root: RootBatch, part: Part, raw: Buffer, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
+  deadLetterLines(root: RootBatch, parts: ReadonlyArray<{ part: Part; raw: Buffer }>, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void>;
   /** A batch's 400 episode: raised once when its bisection starts and once when the delivery ends; never per request of it. */
   onBisection?(event: BisectionEvent): void;
   /** The budget's 413 episode: raised once when a 413 first cuts a batch and once when every batch it concerns is resolved; never per request of it. */

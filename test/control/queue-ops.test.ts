@@ -38,7 +38,7 @@ function parts(o: { onItsWayToQueue: boolean }) {
     deadLetters: { room: 1_000_000, sizeOf: () => 10 },
     clock: new ManualClock(0),
     log: { warn: () => undefined, info: () => undefined },
-    deadLetterPath: { deadLetterLines: async (id: number, _ds: string, _start: number, raw: Buffer) => void moved.push({ id, raw: raw.toString() }) },
+    deadLetterPath: { deadLetterLines: async (id: number, _ds: string, pieces: ReadonlyArray<{ raw: Buffer }>) => void moved.push({ id, raw: Buffer.concat(pieces.map((p) => p.raw)).toString() }) },
     writes: { retryStateWrite: <T>(fn: () => Promise<T>) => fn() },
     onQueueChange: () => undefined,
     pathOf: () => undefined,

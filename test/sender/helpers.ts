@@ -58,8 +58,8 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     onSplit: (e) => splits.push(e),
     onAck: () => undefined,
     onParkChange: (scope, reason) => parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason }),
-    deadLetterLines: async (_root, part, raw, reason, status) => {
-      deadLetters.push({ ds: part.ds, reason, status, lines: raw.toString().split('\n').filter(Boolean) });
+    deadLetterLines: async (_root, parts, reason, status) => {
+      for (const { part, raw } of parts) deadLetters.push({ ds: part.ds, reason, status, lines: raw.toString().split('\n').filter(Boolean) });
     },
   };
   const codec = createCodec(opts.codec ?? 'zstd', 3);
