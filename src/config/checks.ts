@@ -2,7 +2,7 @@
 // addresses, Data Source names, the spool.sources routes.
 import path from 'node:path';
 import { bad, Field, ok, textOf, type Parsed, type SubProblem } from './fields.js';
-import { isPlainObject, plain, valueOf } from './raw.js';
+import { isPlainObject, plain, TypedScalar, valueOf } from './raw.js';
 import { closest } from './suggest.js';
 import { isDataSourceName } from '../util/datasource-name.js';
 
@@ -151,7 +151,9 @@ export function excludeGlobs(): Field<string[]> {
     const sub: SubProblem[] = [];
     list.forEach((g, i) => {
       const s = textOf(g);
-      if (typeof s !== 'string' || s.trim() === '') sub.push({ at: `[${i}]`, value: plain(g), why: 'must be a glob string, e.g. "**/*.tmp"' });
+      // An unquoted 1 or true is a number or a boolean in YAML, not a name: most likely a slip.
+      const scalar = g instanceof TypedScalar && typeof g.value !== 'string' ? ` (quote it, "${g.text}", if a file is named so)` : '';
+      if (typeof s !== 'string' || s.trim() === '' || scalar) sub.push({ at: `[${i}]`, value: plain(g), why: `must be a glob string, e.g. "**/*.tmp"${scalar}` });
       else out.push(s.startsWith('**') ? s : path.resolve(ctx.baseDir, s));
     });
     return sub.length === 0 ? ok(out) : { ok: false, why: '', sub };

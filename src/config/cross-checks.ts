@@ -83,6 +83,14 @@ function warnings(c: Config, usable: Usable): string[] {
     out.push(`api.${set} is set but api.${unset} is not: mutual TLS needs both; no client certificate is sent until both are set`);
   }
   if (usable('api.base_url', 'api.token', 'api.token_file')) out.push(...apiWarnings(c));
+  // auto stays within max_connections by itself; HTTP/2 carries many requests on one connection.
+  const fixed = c.limits.max_in_flight;
+  if (usable('limits.max_in_flight', 'limits.max_connections', 'api.http2') && fixed !== 'auto' && !c.api.http2 && fixed > c.limits.max_connections) {
+    out.push(
+      `limits.max_in_flight (${fixed}) is above limits.max_connections (${c.limits.max_connections}): over HTTP/1.1 each request in flight needs its own connection, ` +
+        `so at most ${c.limits.max_connections} go at once and the rest wait; raise limits.max_connections or lower limits.max_in_flight`,
+    );
+  }
   const files: Array<[string, string | null]> = [
     ...(['token_file', 'ca_file', 'client_cert_file', 'client_key_file'] as const).map((k): [string, string | null] => [`api.${k}`, c.api[k]]),
     ['limits.redis_ca_file', c.limits.redis_ca_file],

@@ -74,10 +74,17 @@ function walkSection(section: Section, raw: unknown, at: string, ctx: ValidateCo
     if (r.sub) {
       for (const s of r.sub) out.problems.push({ path: `${p}${s.at}`, value: s.value, why: `${s.why}${suffix}` });
     } else {
-      out.problems.push({ path: p, value: redactValue(p, plain(given)), why: `${r.why}${suffix}` });
+      out.problems.push({ path: p, value: redactValue(p, plain(given)), why: `${r.why}${given === null ? nullWayOut(r.why, p) : ''}${suffix}` });
     }
   }
   return result;
+}
+
+/** A null that the key does not take (`wait: null`, `~`): say how to get its default, unless the field said so. */
+function nullWayOut(why: string, keyPath: string): string {
+  if (why.includes('remove the key')) return '';
+  const d = defaultAt(keyPath);
+  return `; remove the key to use the default${d === null || d === undefined ? '' : ` (${JSON.stringify(d)})`}`;
 }
 
 const SECRET_LOOKING = /tok|secret|pass|key|auth|cred|redis/i;

@@ -182,6 +182,20 @@ describe('validation', () => {
 
   it('a missing required value (null) says how to get the default', () => {
     expect(problemsOf(loadYaml('state_dir: null\n').run).lines).toEqual(['state_dir: null: must be set to a directory path; remove the key to use the default']);
+    // Any key that null does not fit: the message names the way out and the default it gives.
+    expect(problemsOf(loadYaml('api:\n  wait: null\nbatch:\n  max_bytes: ~\nlimits:\n  max_in_flight: null\n').run).lines).toEqual([
+      'api.wait: null: expected true or false; remove the key to use the default (true)',
+      'batch.max_bytes: null: expected a size: bytes (10000000) or a string like 10MB or 64MiB; remove the key to use the default (10000000)',
+      'limits.max_in_flight: null: expected auto (adaptive, the default) or a positive integer; remove the key to use the default ("auto")',
+    ]);
+  });
+
+  it('spool.exclude takes glob strings: a number or a boolean is refused, with the way to keep it as a name', () => {
+    expect(problemsOf(loadYaml('spool:\n  exclude: [1, true, "**/*.tmp"]\n').run).lines).toEqual([
+      'spool.exclude[0]: 1: must be a glob string, e.g. "**/*.tmp" (quote it, "1", if a file is named so)',
+      'spool.exclude[1]: true: must be a glob string, e.g. "**/*.tmp" (quote it, "true", if a file is named so)',
+    ]);
+    expect(loadYaml('spool:\n  exclude: ["1"]\n').run().config.spool.exclude).toHaveLength(1);
   });
 
   it('returns a deeply frozen config', () => {
@@ -202,6 +216,17 @@ describe('validation', () => {
       'limits.fallback_requests_per_second (10) is above limits.requests_per_second (5); while Redis is down each agent would send more than the shared budget',
       'api.base_url ends in /v0; spoolship adds /v0/events itself, so give the host only',
     ]);
+  });
+
+  it('warns when a fixed max_in_flight is above what HTTP/1.1 has connections for (not for auto, nor over HTTP/2, which shares them)', () => {
+    const base = 'api:\n  base_url: http://127.0.0.1:7181\n  token: t\n';
+    expect(loadYaml(`${base}limits:\n  max_in_flight: 500\n  max_connections: 10\n`).run().warnings).toEqual([
+      'limits.max_in_flight (500) is above limits.max_connections (10): over HTTP/1.1 each request in flight needs its own connection, so at most 10 go at once and the rest wait; raise limits.max_connections or lower limits.max_in_flight',
+    ]);
+    // auto keeps within max_connections itself.
+    expect(loadYaml(`${base}limits:\n  max_connections: 50\n`).run().warnings).toEqual([]);
+    expect(loadYaml(`${base}limits:\n  max_in_flight: 50\n  max_connections: 50\n`).run().warnings).toEqual([]);
+    expect(loadYaml(`${base.replace('http://', 'https://')}  http2: true\nlimits:\n  max_connections: 4\n`).run().warnings).toEqual([]);
   });
 
   it('has no default api.base_url: a sending command is refused naming the key, others load', () => {
