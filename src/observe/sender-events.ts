@@ -136,7 +136,7 @@ export class SenderEvents implements SenderHooks {
     if (bytes >= maxBatchBytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
   }
 
-  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void {
+  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null, unconfirmed = false): void {
     const { metrics, log } = this.o;
     if (scope === 'budget') {
       if (previous) metrics.parked.set({ reason: previous }, 0);
@@ -150,7 +150,12 @@ export class SenderEvents implements SenderHooks {
     const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
     // Still parked (a probe failed): said again, once a minute (park.ts).
     const still = reason !== null && reason === previous;
-    if (reason) log.error({ event: 'parked', ...where, reason, detail, ...(still ? { still: true } : {}) }, `${still ? 'still parked' : 'parked'}: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)`);
+    if (unconfirmed && reason) {
+      // Another Data Source's request under way may prove the token (this one does not exist): the ERROR waits for its answer.
+      log.warn({ event: 'parked', ...where, reason, detail, unconfirmed: true }, 'parked, unconfirmed: another Data Source may yet prove the token; sending stopped, data kept');
+    } else if (reason) {
+      log.error({ event: 'parked', ...where, reason, detail, ...(still ? { still: true } : {}) }, `${still ? 'still parked' : 'parked'}: sending stopped, data kept; retrying every 60 s (SIGHUP retries now)`);
+    }
     else log.info({ event: 'unparked', ...where, previous }, 'unparked: sending again');
   }
 }

@@ -35,14 +35,15 @@ export class Park<R extends string> {
   /**
    * Park (again). onChange hears a new reason at once, and the same reason
    * again (still parked: a failed probe) once a probe interval at most, so
-   * the log says it once a minute, not once per refused request.
+   * the log says it once a minute, not once per refused request; `tell`:
+   * heard now whatever the interval (an unconfirmed park confirmed).
    */
-  park(reason: R): void {
+  park(reason: R, tell = false): void {
     const previous = this.reason;
     this.reason = reason;
     this.nextProbeAt = this.nextAfterFailure();
     const now = this.clock.now();
-    if (previous === reason && now - this.toldAt < this.probeIntervalMs) return;
+    if (!tell && previous === reason && now - this.toldAt < this.probeIntervalMs) return;
     this.toldAt = now;
     this.onChange(reason, previous);
   }

@@ -41,7 +41,7 @@ export class Sender implements LongLived, SizeCaps {
   private readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
   private readonly splits: SplitEpisode;
-  private parkCause = { detail: null as string | null, status: 0 }; // what parked the budget (status 0: no answer)
+  private parkCause = { detail: null as string | null, status: 0, unconfirmed: false }; // what parked the budget (status 0: no answer)
   /** Parks and the Retry-After pause, waited for before each attempt. */
   private readonly clearance: Clearance;
   private stopping = false;
@@ -56,7 +56,7 @@ export class Sender implements LongLived, SizeCaps {
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
-    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkCause.detail : null));
+    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkCause.detail : null, r !== null && this.parkCause.unconfirmed));
     this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
   }
 
@@ -340,6 +340,7 @@ export class Sender implements LongLived, SizeCaps {
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
       h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
       if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.refusals.accepted(part.ds);
+      let unconfirmed = false;
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
         if (this.refusals.on403(part.ds) === 'datasource') {
           // The token is fine: this Data Source is refused. Park it alone.
@@ -349,18 +350,20 @@ export class Sender implements LongLived, SizeCaps {
           if (defer()) return 'deferred';
           continue;
         }
-        // Nothing proves the token yet (a new directory answered first): the
-        // budget parks below, but one batch of a Data Source not refused
-        // probes at once; its success parks this one alone, at its next try.
-        if (!probe && !this.budgetPark.parked) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
+        // Nothing proves the token yet (a new directory answered first): the budget parks below, but one batch of a Data Source
+        // not refused probes at once, and its success parks this one alone; with such a batch under way the park is unconfirmed.
+        if (!probe && !this.budgetPark.parked) {
+          this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
+          unconfirmed = [...this.deliveries.all()].some((c) => c.root.ds !== part.ds && !this.refusals.refused(c.root.ds));
+        }
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
-      // A request under way when a 403 parked the budget was acknowledged: the token
-      // is fine after all (a Data Source that does not exist answered first).
+      // A request under way when a 403 parked the budget was acknowledged: the token is fine (a missing Data Source answered first).
       else if (v.kind === 'ack' && this.budgetPark.parked && this.parkCause.status === 403) this.budgetPark.unpark();
       if (v.kind === 'park') {
-        this.parkCause = { detail: v.detail, status: outcome.kind === 'response' ? outcome.status : 0 };
-        this.budgetPark.park(v.reason);
+        const confirms = this.budgetPark.parked && this.parkCause.unconfirmed; // parked again while unconfirmed: said now
+        this.parkCause = { detail: v.detail, status: outcome.kind === 'response' ? outcome.status : 0, unconfirmed };
+        this.budgetPark.park(v.reason, confirms);
         continue;
       }
       if (v.kind !== 'retry') return { ...v, status: outcome.kind === 'response' ? outcome.status : 0 } as Final;

@@ -37,7 +37,8 @@ export interface SenderHooks {
   /** `cause`: what failed, kept for the log (`ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:443`, a certificate error by name, `HTTP 503`). */
   onRetry(reason: RetryReason, ds: string, cause?: string): void;
   onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
-  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null): void;
+  /** `unconfirmed`: a budget park on a 403 that a request of another Data Source under way may yet show to be one Data Source's refusal. */
+  onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null, unconfirmed?: boolean): void;
   /**
    * Store the parts' lines as dead letters (durably) before the batch counts
    * as done: one write (one log event) for all of them. `operator`: released

@@ -20,6 +20,8 @@ export interface Harness {
   sent: Array<{ ds: string; body: Buffer }>;
   deadLetters: Array<{ ds: string; reason: string; status: number | null; lines: string[] }>;
   parks: Array<{ scope: string; reason: string | null }>;
+  /** The parks heard as unconfirmed (a 403 that another Data Source under way may yet prove a missing Data Source), in order. */
+  unconfirmed: Array<{ scope: string; reason: string | null }>;
   retries: string[];
   /** The 413 episode's start and end events, in order. */
   splits: SplitEvent[];
@@ -48,6 +50,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   };
   const deadLetters: Harness['deadLetters'] = [];
   const parks: Harness['parks'] = [];
+  const unconfirmed: Harness['unconfirmed'] = [];
   const retries: string[] = [];
   const splits: SplitEvent[] = [];
   const limits: number[] = [];
@@ -57,7 +60,10 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     onRetry: (reason) => retries.push(reason),
     onSplit: (e) => splits.push(e),
     onAck: () => undefined,
-    onParkChange: (scope, reason) => parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason }),
+    onParkChange: (scope, reason, _previous, _detail, tentative) => {
+      parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason });
+      if (tentative) unconfirmed.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason });
+    },
     deadLetterLines: async (_root, parts, reason, status) => {
       for (const { part, raw } of parts) deadLetters.push({ ds: part.ds, reason, status, lines: raw.toString().split('\n').filter(Boolean) });
     },
@@ -88,6 +94,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     sent,
     deadLetters,
     parks,
+    unconfirmed,
     retries,
     splits,
     limits,

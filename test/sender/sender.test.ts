@@ -293,6 +293,51 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     expect(await refused).toBe('aborted');
   });
 
+  it("a 403 before any acceptance while another Data Source's batch is on the wire: the budget park is unconfirmed until that answer", async () => {
+    // The ERROR is for data that needs an operator: a Data Source that does not exist, proved by another's success, is one; a token refused everywhere is.
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    h.emu.failNext(1, { kind: 'slow', delay_ms: 1500 });
+    const known = h.sender.deliver(await h.batch('known', lines('k', 2)));
+    await settle(() => h.sent.length === 1, 'known on the wire');
+    const refused = h.sender.deliver(await h.batch('unknown', lines('u', 3)));
+    await settle(() => h.parks.length === 1, 'the budget park');
+    expect(h.unconfirmed).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
+    expect(await known).toBe('done');
+    await settle(() => h.parks.some((p) => p.scope === 'unknown'), 'the refused Data Source parked alone');
+    expect(h.parks).toEqual([
+      { scope: 'budget', reason: 'token_rejected' },
+      { scope: 'budget', reason: null },
+      { scope: 'unknown', reason: 'datasource_rejected' },
+    ]);
+    expect(h.unconfirmed).toHaveLength(1);
+    void h.sender.close();
+    expect(await refused).toBe('aborted');
+  });
+
+  it('an unconfirmed budget park is confirmed, and heard again at once, when the other Data Source is refused too', async () => {
+    const h = await harness();
+    h.token.value = 'revoked';
+    const batchA = await h.batch('a', lines('a', 2));
+    let a: Promise<unknown> | null = null;
+    // a's delivery is under way before b's answer: whichever 403 comes first parks unconfirmed, the other confirms.
+    h.beforePost = (n) => {
+      if (n === 0) a = h.sender.deliver(batchA);
+    };
+    const b = h.sender.deliver(await h.batch('b', lines('b', 2)));
+    await settle(() => h.parks.length === 2, 'the park and its confirmation');
+    expect(h.parks).toEqual([
+      { scope: 'budget', reason: 'token_rejected' },
+      { scope: 'budget', reason: 'token_rejected' },
+    ]);
+    expect(h.unconfirmed).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
+    // Heard now, not after the 60 s probe interval (the manual clock did not move).
+    expect(h.sent.map((x) => x.ds).sort()).toEqual(['a', 'b']);
+    void h.sender.close();
+    expect(await a).toBe('aborted');
+    expect(await b).toBe('aborted');
+  });
+
   it('a 403 before any acceptance, refused for the early probe too: the budget stays parked, one early probe in all', async () => {
     const h = await harness();
     h.token.value = 'revoked';
