@@ -70,8 +70,8 @@ export class EventsClient implements LongLived {
   private readonly basePath: string;
   private readonly ca: Buffer | undefined;
   private identity: ClientIdentity | null;
-  /** Dispatchers replaced by renew(), finishing their requests; close() and destroy() wait for them. */
-  private readonly retiring = new Set<Promise<void>>();
+  /** Dispatchers replaced by renew(), finishing their requests, with their closing; close() waits for them, destroy() cuts them. */
+  private readonly retiring = new Map<Promise<void>, Promise<Dispatcher>>();
   private ended: 'closed' | 'destroyed' | null = null;
   /** Names a TLS refusal (a client certificate refused) that undici reports as a closed socket. */
   private readonly tlsMemo = new TlsFailureMemo(() => this.identity !== null);
@@ -118,7 +118,7 @@ export class EventsClient implements LongLived {
       .then((d) => (isDestroyed(d) ? undefined : d.close()))
       .catch(() => undefined)
       .finally(() => this.retiring.delete(closing));
-    this.retiring.add(closing);
+    this.retiring.set(closing, old);
   }
 
   /** `cut` ends the request where it is (its sender is destroyed): an error outcome, code ABORTED. */
@@ -164,7 +164,7 @@ export class EventsClient implements LongLived {
   /** Requests under way are answered, then the connections close. Idempotent, also after destroy(). */
   async close(): Promise<void> {
     this.ended ??= 'closed';
-    await Promise.all(this.retiring);
+    await Promise.all(this.retiring.keys());
     if (!this.poolP) return;
     const pool = await this.poolP;
     // undici refuses to close a destroyed pool; closing a closed one waits for it.
@@ -175,7 +175,9 @@ export class EventsClient implements LongLived {
   async destroy(): Promise<void> {
     this.ended = 'destroyed';
     if (this.poolP) await (await this.poolP).destroy();
-    await Promise.all(this.retiring);
+    // Their requests end too, as a stop wants, instead of finishing.
+    await Promise.all([...this.retiring.values()].map(async (d) => (await d).destroy().catch(() => undefined)));
+    await Promise.all(this.retiring.keys());
   }
 }
 
