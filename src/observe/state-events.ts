@@ -70,6 +70,20 @@ export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () 
   };
 }
 
+/**
+ * The retry queue moved a segment's waiting batches to its tail (compaction,
+ * docs/delivery.md): DEBUG per move; a move the full disk undid is tried
+ * again at the next acknowledgement (DEBUG); one that could not be undone
+ * stops compaction until a restart (WARN: the files may outgrow queue.max_bytes).
+ */
+export function queueCompacted(log: Logger): (e: { segment: number; records: number; outcome: 'done' | 'failed' | 'stuck' }) => void {
+  return ({ segment, records, outcome }) => {
+    if (outcome === 'stuck') {
+      log.warn({ event: 'queue_compaction_stopped', segment, records }, 'retry queue: a compaction failed and could not be undone; no more compaction until a restart, which finishes it (its files may grow past queue.max_bytes)');
+    } else log.debug({ event: 'queue_compacted', segment, records, outcome }, outcome === 'done' ? 'retry queue: moved waiting batches out of a segment and deleted it' : 'retry queue: a compaction was undone (disk full); tried again at the next acknowledgement');
+  };
+}
+
 /** api.token_file changed: parked requests are tried again at once. */
 export function tokenChanged(log: Logger, retryParked: () => void): () => void {
   return () => {

@@ -47,6 +47,13 @@ import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, 
 
 export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
 
+/** Segment size (tests), and what compaction did: each step (tests), each segment moved or not ('failed': undone, tried again; 'stuck': no more compaction until a restart). */
+export interface QueueOptions {
+  segmentBytes?: number;
+  onCompactStep?: CompactTarget['onStep'];
+  onCompacted?: (e: { segment: number; records: number; outcome: 'done' | 'failed' | 'stuck' }) => void;
+}
+
 export interface QueuedBatch {
   ref: QueueRef;
   header: QueuedHeader;
@@ -73,12 +80,12 @@ export class RetryQueue implements LongLived {
     private readonly maxBytes: number,
     private readonly onCorrupt: (what: string, torn?: boolean) => void,
     private readonly segmentBytes: number,
-    private readonly onCompactStep?: CompactTarget['onStep'],
+    private readonly t: QueueOptions,
   ) {}
 
   /** Segments are an eighth of maxBytes, at most SEGMENT_BYTES; tests make them small to cycle them, and look at compaction's steps. */
-  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, t: { segmentBytes?: number; onCompactStep?: CompactTarget['onStep'] } = {}): Promise<RetryQueue> {
-    const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes), t.onCompactStep);
+  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, t: QueueOptions = {}): Promise<RetryQueue> {
+    const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes), t);
     await q.load();
     return q;
   }
@@ -309,7 +316,9 @@ export class RetryQueue implements LongLived {
     while (!this.compactStuck) {
       const seg = segmentToCompact(this.ix.uses(this.noCompact), this.writeFh ? this.writeSeg : -1, this.segmentBytes);
       if (seg === null) return;
+      const records = this.ix.liveOf(seg).length;
       const r = await compactSegment(this.compactTarget(), seg).catch(() => 'stuck' as const);
+      if (r !== 'skipped') this.t.onCompacted?.({ segment: seg, records, outcome: r });
       if (r === 'stuck') this.compactStuck = true;
       if (r === 'skipped') this.noCompact.add(seg);
       // A full disk: tried again at the next ack.
@@ -352,7 +361,7 @@ export class RetryQueue implements LongLived {
         await fsyncDir(this.dir);
         for (const e of copies) e.leased = false;
       },
-      onStep: this.onCompactStep,
+      onStep: this.t.onCompactStep,
     };
   }
 

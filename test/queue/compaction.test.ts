@@ -63,9 +63,14 @@ describe('retry queue compaction', () => {
   it('keeps the files within max_bytes plus two segments while a parked Data Source pins every segment; nothing is lost or doubled, across a reopen too', async () => {
     const dir = path.join(await root(), 'queue');
     const maxBytes = 64 * 1024; // segments of 8 KiB
-    const q = await RetryQueue.open(dir, maxBytes, () => undefined);
+    const compacted: Array<{ segment: number; records: number; outcome: string }> = [];
+    const q = await RetryQueue.open(dir, maxBytes, () => undefined, { onCompacted: (e) => compacted.push(e) });
     let peak = 0;
     const parked = await parkedAmongFlowing(q, 40, () => (peak = Math.max(peak, onDisk(dir))));
+    // Each move is told (the agent logs it: queue_compacted), with the records it moved.
+    expect(compacted.length).toBeGreaterThan(0);
+    for (const e of compacted) expect(e).toMatchObject({ outcome: 'done', records: expect.any(Number) });
+    expect(compacted.every((e) => e.records >= 1)).toBe(true);
     // Without compaction: ~170 KB, every segment held by one parked record.
     expect(peak).toBeLessThanOrEqual(maxBytes + 2 * 8192);
     expect(q.diskBytes).toBe(onDisk(dir));
@@ -129,7 +134,8 @@ describe('retry queue compaction', () => {
     mkdirSync(dir);
     cleanups.push(mountTmpfs(dir, '256k'));
     const maxBytes = 160 * 1024; // segments of 20 KiB
-    const q = await RetryQueue.open(dir, maxBytes, () => undefined);
+    const outcomes: string[] = [];
+    const q = await RetryQueue.open(dir, maxBytes, () => undefined, { onCompacted: (e) => outcomes.push(e.outcome) });
     cleanups.push(() => q.close());
     // Parked records pin segments (one ack first: acks.log has its page).
     const parked: number[] = [];
@@ -156,6 +162,8 @@ describe('retry queue compaction', () => {
     rmSync(chunks.pop()!);
     for (let r = await q.take(passParked); r; r = await q.take(passParked)) await q.ack(r.ref);
     expect(readdirSync(dir)).not.toContain('compact.json');
+    expect(outcomes).toContain('failed');
+    expect(outcomes).not.toContain('done');
     expect(q.batches).toBe(12);
     expect(q.diskBytes).toBe(onDisk(dir));
     expect((await readQueueRecords(dir)).map((r) => r.header!.id).sort((a, b) => a - b)).toEqual(parked);
@@ -166,6 +174,7 @@ describe('retry queue compaction', () => {
     await q.ack((await q.take(passParked))!.ref);
     // Delivered bytes kept: at most a segment's worth, and those of the segment being written.
     expect(onDisk(dir)).toBeLessThan(pinned);
+    expect(outcomes.at(-1)).toBe('done');
     expect(onDisk(dir)).toBeLessThanOrEqual(q.bytes + 2 * 20 * 1024);
     expect(q.diskBytes).toBe(onDisk(dir));
     await q.close();
