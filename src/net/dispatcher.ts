@@ -70,7 +70,7 @@ export function createDispatcher(undici: Undici, origin: string, o: DispatcherOp
     new undici.Pool(poolOrigin, { ...options, connect: (memo ? watched(undici, options.connect, o.allowH2, memo) : options.connect) as Pool.Options['connect'] });
   if (o.route.kind === 'direct') return factory(origin, { ...common, connect: tls });
   const shown = o.route.shown;
-  const ProxyClient = proxyClientClass(undici, shown);
+  const ProxyClient = proxyClientClass(undici, shown, o.timeoutMs);
   const proxied = {
     ...common,
     // The tunnel's far end: TLS to the API with its CA and client certificate, HTTP/2 offered by ALPN.
@@ -96,15 +96,38 @@ function watched(undici: Undici, connect: unknown, allowH2: boolean, memo: TlsFa
     });
 }
 
-/** undici's client to the proxy, whose CONNECT answers and connect errors become ProxyFailures. */
-function proxyClientClass(undici: Undici, shown: string) {
+/**
+ * undici's client to the proxy, whose CONNECT answers and connect errors
+ * become ProxyFailures. A CONNECT unanswered for `timeoutMs` is given up
+ * and its socket, silent that long, closed: undici gave the CONNECT no
+ * limit of its own (and an abort alone leaves its socket open), so such
+ * sockets stayed open 300 s after the request they were for had timed out.
+ */
+function proxyClientClass(undici: Undici, shown: string, timeoutMs: number) {
   return class ProxyClient extends undici.Pool {
+    constructor(url: URL, opts: { connect?: unknown }) {
+      const inner = (typeof opts.connect === 'function' ? opts.connect : undici.buildConnector((opts.connect ?? {}) as object)) as Connector;
+      const connect: Connector = (o, cb) =>
+        inner(o, (err, socket) => {
+          socket?.setTimeout(timeoutMs, () => socket.destroy());
+          cb(err, socket);
+        });
+      super(url, { ...opts, connect: connect as Pool.Options['connect'] });
+    }
+
     // undici calls connect() without a callback: the promise form.
     override async connect(opts: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData> {
       let data: Dispatcher.ConnectData;
       try {
-        data = await super.connect(opts);
+        // Given up; the socket's own timeout (above) closes what undici leaves open: on its own,
+        // a closed socket has undici send the CONNECT again on a new one, without end.
+        const timeout = AbortSignal.timeout(timeoutMs);
+        const given = opts.signal;
+        data = await super.connect({ ...opts, signal: given instanceof AbortSignal ? AbortSignal.any([given, timeout]) : (given ?? timeout) });
       } catch (err) {
+        if ((err as Error).name === 'TimeoutError') {
+          throw new ProxyFailure('PROXY_TIMEOUT', `the proxy ${shown} did not answer the CONNECT to ${opts.path} within api.timeout_ms (${timeoutMs} ms); check api.proxy or HTTPS_PROXY / HTTP_PROXY`);
+        }
         const code = (err as { code?: string }).code ?? 'ERROR';
         throw new ProxyFailure(`PROXY_${code}`, `cannot reach the proxy ${shown} (${code}: ${(err as Error).message}); check api.proxy or HTTPS_PROXY / HTTP_PROXY`);
       }
@@ -112,6 +135,8 @@ function proxyClientClass(undici: Undici, shown: string) {
         data.socket.destroy();
         throw proxyStatusFailure(shown, opts.path, data.statusCode);
       }
+      // The tunnel carries requests now, under their own timeouts.
+      (data.socket as Socket).setTimeout(0);
       return data;
     }
   } as unknown as new (url: URL, opts: object) => Dispatcher;

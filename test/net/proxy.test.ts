@@ -4,6 +4,7 @@
 // proxy that refuses (wrong password) or cannot be reached is an error
 // outcome that names the proxy, never its password.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -123,5 +124,28 @@ describe('api.proxy', () => {
     expect(err).toBeInstanceOf(NetworkError);
     expect((err as Error).message).toMatch(/PROXY_40[17]/);
     expect((err as Error).message).not.toContain('wrong-pw-456');
+  });
+
+  it("a proxy that never answers the CONNECT: the request times out, and its socket to the proxy closes with it (undici kept it 300 s)", async () => {
+    const open = new Set<Socket>();
+    const server = createServer((s) => {
+      open.add(s);
+      // Read (and drop) what comes, so that the client's FIN is seen.
+      s.resume();
+      s.on('error', () => undefined);
+      s.on('close', () => open.delete(s));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const s of open) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const proxyUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const c = new EventsClient({ baseUrl: 'http://api.example.invalid', token: { get: () => 't' }, wait: true, http2: false, caFile: null, timeoutMs: 300, maxConnections: 4, route: proxyRoute(proxyUrl, {}, 'http://api.example.invalid') });
+    cleanups.push(() => c.destroy());
+    expect(await c.post('ev', body(0, 1), null)).toMatchObject({ kind: 'error', code: 'TIMEOUT' });
+    // Not cut by a destroy (the client lives on): the tunnel's own attempt ends, not at
+    // undici's 4 s keep-alive of the socket it opens again for the dropped CONNECT, nor at 300 s.
+    await expect.poll(() => open.size, { timeout: 3000 }).toBe(0);
   });
 });
