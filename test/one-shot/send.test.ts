@@ -142,7 +142,7 @@ describe('spoolship send', () => {
     expect(error).not.toMatch(/404|another region/);
   });
 
-  it('an API that cannot be reached: the progress line says why it retries; Ctrl-C stops it with the summary and exit 1', async () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)('an API that cannot be reached: the progress line says why it retries; %s stops it with the summary and exit 1', async (signal) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-send-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     // A port nothing listens on.
@@ -166,7 +166,7 @@ describe('spoolship send', () => {
     );
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     await told;
-    child.kill('SIGINT');
+    child.kill(signal);
     expect(await exited).toBe(1);
     expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
   });

@@ -253,7 +253,26 @@ describe('dead-letter replay', () => {
     expect(records(live)).toEqual([]);
   });
 
-  it('Ctrl-C stops a replay and keeps every record byte for byte; a second replay meanwhile is refused', async () => {
+  it("a leftover's record rejected again goes back to the live file and is not sent again by the same run, nor counted twice", async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'reject_marker', marker: 'BAD' }] });
+    const state = path.join(dir, 'state');
+    await writeDeadLetters(state, 'app.ndjson.replaying', [dlInput('app', '{"from":"leftover","v":"BAD"}')]);
+    const live = await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"from":"live"}')]);
+    const cfg = await writeConfig(dir, emu);
+    const r = await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
+    expect(r.code).toBe(1);
+    // An audit saw selected 2, rejected 2 and two 400s for one record.
+    expect(JSON.parse(r.stdout)).toMatchObject({ selected: 2, acknowledged: 1, rejected: 1, not_sent: 0, remaining: 1, stopped: null });
+    expect(emu.stats().requests_by_status['400']).toBe(1);
+    expect(rows(emu, dir, 'app')).toEqual(['{"from":"live"}']);
+    expect(records(live).map((x) => x.line)).toEqual(['{"from":"leftover","v":"BAD"}']);
+    // The next run sends it once again.
+    expect(JSON.parse((await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir)).stdout)).toMatchObject({ selected: 1, rejected: 1, remaining: 1 });
+    expect(emu.stats().requests_by_status['400']).toBe(2);
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s stops a replay and keeps every record byte for byte; a second replay meanwhile is refused', async (signal) => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { faults: [{ kind: 'hang', every: 1 }] });
     const state = path.join(dir, 'state');
@@ -266,7 +285,8 @@ describe('dead-letter replay', () => {
     const second = await runCli(['dead-letter', 'replay', '-c', cfg], dir);
     expect(second.code).toBe(2);
     expect(second.stderr).toContain(`another dead-letter replay (pid ${first.child.pid})`);
-    first.child.kill('SIGINT');
+    // SIGTERM too (systemd, Kubernetes, timeout(1)): it left the taken file and the lock behind.
+    first.child.kill(signal);
     const r = await first.done;
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ selected: 2, acknowledged: 0, not_sent: 2, remaining: 2, stopped: 'interrupted' });

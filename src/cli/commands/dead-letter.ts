@@ -133,8 +133,10 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
     onRetry: (reason, ds, cause) => say(`retrying (${reason}${cause ? `: ${cause}` : ''}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
     onStop: (reason, scope) => say(`${STOP_MESSAGES[reason]}${scope !== 'budget' && scope !== 'replay' ? ` (${scope})` : ''}`),
   });
+  // SIGTERM as Ctrl-C (systemd, Kubernetes, timeout(1)): stop, keep the records, print the summary.
   const onInterrupt = () => sender.stop('interrupted');
   process.on('SIGINT', onInterrupt);
+  process.on('SIGTERM', onInterrupt);
   try {
     const summary = await replayDeadLetters({
       dir: deadLetterDir(config.state_dir),
@@ -156,6 +158,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
     return summary.acknowledged === summary.selected - summary.skipped_truncated && summary.stopped === null ? EXIT_OK : EXIT_FAILURE;
   } finally {
     process.off('SIGINT', onInterrupt);
+    process.off('SIGTERM', onInterrupt);
     await sender.close();
   }
 }

@@ -114,6 +114,8 @@ const command: Command = {
     const interrupt = new AbortController();
     const onInterrupt = () => interrupt.abort();
     process.once('SIGINT', onInterrupt);
+    // As Ctrl-C: systemd, Kubernetes and timeout(1) stop with SIGTERM.
+    process.once('SIGTERM', onInterrupt);
     let summary: SendSummary;
     try {
       summary = await runSend({
@@ -132,6 +134,7 @@ const command: Command = {
       });
     } finally {
       process.off('SIGINT', onInterrupt);
+      process.off('SIGTERM', onInterrupt);
       display.stop();
       await embedded?.close();
     }
