@@ -62,6 +62,10 @@ function checkBaseUrl(text: string): string {
   } catch {
     throw new UsageError(`--base-url '${text}': not a URL; give the API host, e.g. https://api.example.com`);
   }
+  if (u.username || u.password) {
+    // Refused as api.base_url is (config/checks.ts), and never echoed: the password would be printed.
+    throw new UsageError(`--base-url must not carry credentials (${u.protocol}//***@${u.host}); give the API host only, and the admin token with --token or SPOOLSHIP_ADMIN_TOKEN`);
+  }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`--base-url '${text}': must be http:// or https://`);
   return text;
 }

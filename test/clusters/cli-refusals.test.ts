@@ -123,6 +123,17 @@ describe('precondition refusals: exit 1 with the reason, nothing sent', () => {
     expect(t.writes()).toEqual([]);
   });
 
+  it('a --base-url with credentials is refused (exit 2) without printing the password, as api.base_url is', async () => {
+    const url = new URL(t.emu.url);
+    url.username = 'user';
+    url.password = 'pw-SECRET-123';
+    const r = await runClusters(['list', '--org', 'acme', '--token', 'any', '--base-url', url.toString()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--base-url must not carry credentials');
+    expect(r.stderr + r.stdout).not.toContain('pw-SECRET-123');
+    expect(t.emu.clusters.requests()).toEqual([]);
+  });
+
   it('a rejected token: exit 1 with the status, the body and what to do', async () => {
     const r = await runClusters(['list', '--org', 'acme', '--token', 'wrong', '--base-url', t.emu.url]);
     expect(r.code).toBe(1);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -179,6 +179,10 @@ describe('spoolship send', () => {
       expect(r.stderr).toMatch(/spoolship send: /);
     }
     expect(emu.requests()).toEqual([]);
+    // Each says what is wrong with the path.
+    await mkdir(path.join(dir, 'adir'));
+    expect((await run(['send', '-c', 'cfg.yaml', '-d', 'events', 'adir'], { cwd: dir })).stderr).toContain('cannot read adir: it is a directory (give NDJSON files, or - for stdin)');
+    expect((await run(['send', '-c', 'cfg.yaml', '-d', 'events', 'nope.ndjson'], { cwd: dir })).stderr).toContain('cannot read nope.ndjson: no such file');
   });
 });
 

@@ -32,14 +32,15 @@ function inputsFrom(files: string[], io: CliIo): SendInput[] {
   return files.map((f) => {
     if (f === '-') return { name: '-', size: null, open: () => io.stdin as AsyncIterable<Buffer> };
     const abs = path.resolve(io.cwd, f);
-    let size: number;
+    let st;
     try {
-      const st = statSync(abs);
-      if (!st.isFile()) throw new Error('not a file');
-      size = st.size;
-    } catch {
-      throw new UsageError(`cannot read ${f}: no such file (give NDJSON files, or - for stdin)`);
+      st = statSync(abs);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new UsageError(`cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : (code ?? String(err))} (give NDJSON files, or - for stdin)`);
     }
+    if (!st.isFile()) throw new UsageError(`cannot read ${f}: it is ${st.isDirectory() ? 'a directory' : 'not a regular file'} (give NDJSON files, or - for stdin)`);
+    const size = st.size;
     return { name: abs, size, open: () => createReadStream(abs, { highWaterMark: 1024 * 1024 }) };
   });
 }
