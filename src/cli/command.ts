@@ -1,4 +1,5 @@
 // The contract between the dispatcher (main.ts) and each command module.
+import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.js';
 import { secureExistingStateDir } from '../state/dir-trust.js';
@@ -59,4 +60,16 @@ export async function stateDirToWrite(stateDir: string, command: string, io: Cli
   return secureExistingStateDir(stateDir, (modeWas) =>
     io.stderr.write(`spoolship ${command}: warning: state_dir ${stateDir} was mode ${modeWas}: made it 0700, so no other user can replace what the agent keeps there (state_dir_tightened)\n`),
   );
+}
+
+/**
+ * A command that reads a state_dir says where it reads when that may not be
+ * what was meant: no config file found (the defaults), a state_dir that does
+ * not exist (a typo'd path, or the wrong directory without -c, would look
+ * like an agent with nothing to show).
+ */
+export function noteWhereRead(command: string, loaded: { file: string | null; searched: string[]; config: { state_dir: string } }, io: CliIo): void {
+  if (loaded.file === null) io.stderr.write(`spoolship ${command}: note: no config file found (looked for ${loaded.searched.join(', ')}); using the defaults and SPOOLSHIP_* variables\n`);
+  const dir = loaded.config.state_dir;
+  if (!existsSync(dir)) io.stderr.write(`spoolship ${command}: note: state_dir ${dir} does not exist: no agent has kept state there (give the agent's config with -c, or set state_dir)\n`);
 }

@@ -1,7 +1,7 @@
 // `spoolship status` as a child process: from a running agent's /status, and
 // from the state_dir when the agent is down or has no admin endpoint.
 import { spawn } from 'node:child_process';
-import { appendFileSync, readdirSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -230,6 +230,8 @@ describe('status from the state dir', () => {
     await writeLines(file, Array.from({ length: 10 }, (_, i) => JSON.stringify({ i })));
     const cfg = await writeConfig(dir, emu);
     const run = startCli(['run', '-c', cfg], dir);
+    // (Before the agent makes its state_dir, status says that it does not exist.)
+    await waitFor(() => existsSync(path.join(dir, 'state')), 'the state dir');
     // The intent is fsync'd before the request is sent: the state dir shows it while the agent runs.
     const during = await waitFor(async () => {
       const r = await statusJson(cfg, dir);
@@ -331,6 +333,7 @@ describe('status from the state dir', () => {
   it('--watch stops quietly with exit 0 when its reader goes away (status --watch | head -1)', async () => {
     const dir = await tempDir();
     const cfg = await writeConfig(dir, null);
+    await mkdir(path.join(dir, 'state'));
     const cli = startCli(['status', '--watch', '--json', '-c', cfg], dir);
     await waitFor(() => cli.stdout().includes('\n'), 'the first report');
     // The reader closes its end of the pipe; the next report's write fails with EPIPE.
@@ -366,6 +369,7 @@ describe('commands that never use the token', () => {
     // SPOOLSHIP_TOKEN is not set for the child; max_line_bytes over batch.max_bytes is a warning for run only.
     await writeFile(cfg, `api:\n  base_url: \${API_BASE_URL}\n  proxy: \${PROXY_URL}\n  token: \${SPOOLSHIP_TOKEN}\nlimits:\n  redis_url: \${REDIS_URL}\nclusters:\n  org: \${ORG}\nspool:\n  dir: ${path.join(dir, 'spool')}\nstate_dir: ${path.join(dir, 'state')}\nbatch:\n  max_bytes: 5KB\nadmin:\n  listen: ""\n`);
     await mkdir(path.join(dir, 'spool'), { recursive: true });
+    await mkdir(path.join(dir, 'state'));
     for (const args of [['status'], ['queue', 'list'], ['dead-letter', 'list']]) {
       const r = await runCli([...args, '-c', cfg], dir);
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' });
@@ -397,6 +401,7 @@ describe('commands that never use the token', () => {
   it('status, queue and dead-letter list warn about a SPOOLSHIP_* variable that names no key (a misspelt state dir must not pass unseen)', async () => {
     const dir = await tempDir();
     const cfg = await writeConfig(dir, null);
+    await mkdir(path.join(dir, 'state'));
     for (const args of [['status'], ['queue', 'list'], ['dead-letter', 'list']]) {
       const r = await runCli([...args, '-c', cfg], dir, { SPOOLSHIP_STATEDIR: '/elsewhere' });
       expect(r.code).toBe(0);

@@ -14,7 +14,7 @@ import { confirm } from '../../clusters/confirm.js';
 import { createReplaySender } from '../../deadletter/replay-sender.js';
 import { inFlightCeiling } from '../../sender/from-config.js';
 import { deadLetterDir } from '../../deadletter/store.js';
-import { parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
+import { noteWhereRead, parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship dead-letter list   [-c FILE] [--datasource DS] [--reason R] [--json]
        spoolship dead-letter replay [-c FILE] [--datasource DS] [--reason R] [--json]
@@ -78,7 +78,7 @@ const command: Command = {
     // list and purge never use the API nor its token (replay does), and the config's
     // warnings concern run (but a SPOOLSHIP_* variable that names no key may be
     // a misspelt state dir).
-    const { config, envWarnings } = loadConfig({
+    const loaded = loadConfig({
       file: values.config ?? null,
       env: io.env,
       cwd: io.cwd,
@@ -86,7 +86,9 @@ const command: Command = {
       tokenRequired: verb === 'replay',
       onWarning: verb === 'replay' ? (w) => io.stderr.write(`spoolship dead-letter: warning: ${w}\n`) : undefined,
     });
+    const { config, envWarnings } = loaded;
     if (verb !== 'replay') for (const w of envWarnings) io.stderr.write(`spoolship dead-letter: warning: ${w}\n`);
+    if (verb !== 'replay') noteWhereRead('dead-letter', loaded, io);
     if (verb === 'purge') return purge(config, filter, values.json === true, values.yes === true, io);
     return verb === 'list' ? list(config, filter, values.json === true, io) : replay(config, filter, values.json === true, io);
   },

@@ -23,7 +23,7 @@ import { acquireLock } from '../../state/lock.js';
 import { stateLockMessage } from '../../observe/state-events.js';
 import { StateStore } from '../../state/store.js';
 import { relocateFiles } from '../../spool/relocate.js';
-import { parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
+import { noteWhereRead, parseCommandArgs, stateDirToWrite, type CliIo, type Command } from '../command.js';
 
 const usage = `Usage: spoolship queue list        [-c FILE] [--datasource DS] [--json]
        spoolship queue dead-letter [-c FILE] [--datasource DS] [ID...] [--json]
@@ -84,8 +84,10 @@ const command: Command = {
     const parsedIds = ids.map(Number);
     // The queue commands never use the token, and the config's warnings concern
     // run (but a SPOOLSHIP_* variable that names no key may be a misspelt state dir).
-    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
+    const { config, envWarnings } = loaded;
     for (const w of envWarnings) io.stderr.write(`spoolship queue: warning: ${w}\n`);
+    noteWhereRead('queue', loaded, io);
     const json = values.json === true;
     const req: ControlRequest = verb === 'list' ? { op: 'queue_list', datasource: values.datasource } : { op: 'queue_dead_letter', ids: parsedIds, datasource: values.datasource };
     const answer = await askRunningAgent(config, req, io);

@@ -6,7 +6,7 @@ import { EXIT_OK, SpoolshipError } from '../../errors.js';
 import { collectStatus } from '../../report/collect.js';
 import { renderStatus } from '../../report/render.js';
 import { systemClock } from '../../util/clock.js';
-import { parseCommandArgs, type CliIo, type Command } from '../command.js';
+import { noteWhereRead, parseCommandArgs, type CliIo, type Command } from '../command.js';
 
 export const WATCH_INTERVAL_MS = 1000;
 const CLEAR_SCREEN = '\x1b[H\x1b[2J';
@@ -48,8 +48,10 @@ const command: Command = {
     });
     // status never uses the API (nor its token), and the config's warnings concern run (but a
     // SPOOLSHIP_* variable that names no key may be a misspelt state dir).
-    const { config, envWarnings } = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
+    const loaded = loadConfig({ file: values.config ?? null, env: io.env, cwd: io.cwd, unusedKeys: NETWORK_KEYS });
+    const { config, envWarnings } = loaded;
     for (const w of envWarnings) io.stderr.write(`spoolship status: warning: ${w}\n`);
+    noteWhereRead('status', loaded, io);
     const frame = async (): Promise<string> => {
       const report = await collectStatus(config);
       return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true });
