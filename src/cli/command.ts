@@ -1,5 +1,5 @@
 // The contract between the dispatcher (main.ts) and each command module.
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../errors.js';
 import { secureExistingStateDir } from '../state/dir-trust.js';
@@ -71,5 +71,15 @@ export async function stateDirToWrite(stateDir: string, command: string, io: Cli
 export function noteWhereRead(command: string, loaded: { file: string | null; searched: string[]; config: { state_dir: string } }, io: CliIo): void {
   if (loaded.file === null) io.stderr.write(`spoolship ${command}: note: no config file found (looked for ${loaded.searched.join(', ')}); using the defaults and SPOOLSHIP_* variables\n`);
   const dir = loaded.config.state_dir;
-  if (!existsSync(dir)) io.stderr.write(`spoolship ${command}: note: state_dir ${dir} does not exist: no agent has kept state there (give the agent's config with -c, or set state_dir)\n`);
+  if (missing(dir)) io.stderr.write(`spoolship ${command}: note: state_dir ${dir} does not exist: no agent has kept state there (give the agent's config with -c, or set state_dir)\n`);
+}
+
+/** No such path (ENOENT); another failure (a file in the way) is the command's to report. */
+function missing(dir: string): boolean {
+  try {
+    statSync(dir);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
 }
