@@ -77,11 +77,12 @@ export async function replayDeadLetters(o: ReplayOptions): Promise<ReplaySummary
       if (o.sender.stopReason) break;
       // A leftover of a crashed replay first: it may hold the oldest records.
       // What it puts back into the live file (rejected again, never sendable)
-      // was reached by this run: the live file's pass leaves it as it is.
-      const putBack = new Map<string, number>();
-      await processTaken(ds, o, sum, { putBack });
+      // was reached by this run, and lands after the records there now: the
+      // live file's pass selects only as many as match now.
+      const before = (await exists(replayingFile(o.dir, ds))) ? await countMatching(liveFile(o.dir, ds), o.filter) : Infinity;
+      await processTaken(ds, o, sum);
       if (o.sender.stopReason) break;
-      if (await takeLiveFile(o.dir, ds, o.filter)) await processTaken(ds, o, sum, { skip: putBack });
+      if (await takeLiveFile(o.dir, ds, o.filter)) await processTaken(ds, o, sum, before);
     }
     sum.stopped = o.sender.stopReason;
     for (const ds of names) {
@@ -121,35 +122,38 @@ export async function takeLiveFile(dir: string, ds: string, filter: Filter): Pro
   return true;
 }
 
-/** Selected records by their stored text: how many times each (a record may be stored twice). */
-type RecordCounts = Map<string, number>;
+async function countMatching(file: string, filter: Filter): Promise<number> {
+  let n = 0;
+  for await (const e of streamEntries(file)) if (e.rec && matches(e.rec, filter)) n++;
+  return n;
+}
 
 /**
- * Steps 2-4 for `<ds>.ndjson.replaying`, if it exists. `putBack` collects
- * the selected records it puts back into the live file; records in `skip`
- * (as many times as counted there) are left as they are, not selected.
+ * Steps 2-4 for `<ds>.ndjson.replaying`, if it exists. The first `limit`
+ * matching records are selected; later ones are left as they are.
  */
-async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary, t: { putBack?: RecordCounts; skip?: RecordCounts } = {}): Promise<void> {
+async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary, limit = Infinity): Promise<void> {
   const taken = replayingFile(o.dir, ds);
   if (!(await exists(taken))) return;
   const windowBytes = o.maxBatchBytes * Math.max(1, o.concurrency);
   // Entries an interrupted replay finished are skipped (replay-progress.ts).
   const skip = await entriesDone(taken);
   let done = skip;
+  let picked = 0;
   let window: Entry[] = [];
   let bytes = 0;
   const flush = async () => {
     const selected: number[] = [];
     for (let i = 0; i < window.length; i++) {
       const rec = window[i]!.rec;
-      if (!rec || !matches(rec, o.filter) || takeOne(t.skip, window[i]!.raw)) continue;
+      if (!rec || !matches(rec, o.filter) || picked >= limit) continue;
+      picked++;
       sum.selected++;
       const line = recordLineBytes(rec);
       if (line.length !== rec.bytes || line.length === 0) sum.skipped_truncated++;
       else selected.push(i);
     }
     const keep = survivors(window, await sendAll(ds, window, selected, o), sum, o.now);
-    if (t.putBack) for (const raw of keep) if (matchesRaw(raw, o.filter)) t.putBack.set(raw, (t.putBack.get(raw) ?? 0) + 1);
     try {
       await appendDurably(o.dir, liveFile(o.dir, ds), keep);
     } catch (err) {
@@ -170,21 +174,6 @@ async function processTaken(ds: string, o: ReplayOptions, sum: ReplaySummary, t:
   await clearDone(taken);
   await fsp.rm(taken);
   await fsyncDir(o.dir);
-}
-
-function takeOne(counts: RecordCounts | undefined, raw: string): boolean {
-  const n = counts?.get(raw) ?? 0;
-  if (n === 0) return false;
-  counts!.set(raw, n - 1);
-  return true;
-}
-
-function matchesRaw(raw: string, filter: Filter): boolean {
-  try {
-    return matches(JSON.parse(raw) as DeadLetterRecord, filter);
-  } catch {
-    return false;
-  }
 }
 
 export async function exists(file: string): Promise<boolean> {
