@@ -4,11 +4,20 @@
 // /etc/passwd once shipped it to the platform: by default (`inside`) a link
 // is followed only when its target's real path is inside the real path of
 // spool.dir or of a sources glob's fixed leading directory.
-import { promises as fsp } from 'node:fs';
+//
+// The decision is for one file, not for the path: a path flipped between a
+// file (or a link inside) and a link to a secret, between the listing and
+// the open, shipped the secret. `admitted` gives the identity (dev, ino) of
+// the file it decided on; the scan reads a path only while it names that
+// file (classify.ts look), and the tailer checks it at every open.
+import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 
 export type FollowSymlinks = 'inside' | 'any' | 'never';
+
+/** The file a path was admitted for; 'unchecked': any file (follow_symlinks: any). */
+export type AdmittedFile = { dev: number; ino: number } | 'unchecked';
 
 export interface AdmissionOptions {
   spoolDir: string;
@@ -36,13 +45,27 @@ export class Admission {
    * file in it).
    */
   async admit(p: string, link: string | null): Promise<boolean> {
-    if (this.excluded(p)) return false;
-    if (link === null || this.o.followSymlinks === 'any') return true;
+    return (await this.admitted(p, link)) !== null;
+  }
+
+  /** admit(), with the file it was decided for (null: not admitted). */
+  async admitted(p: string, link: string | null): Promise<AdmittedFile | null> {
+    if (this.excluded(p)) return null;
+    if (this.o.followSymlinks === 'any') return 'unchecked';
+    if (link === null) {
+      // Listed as no link: still none now (a link swapped in since is judged as one).
+      const st = await fsp.lstat(p).catch(() => null);
+      if (st === null) return null;
+      if (!st.isSymbolicLink()) return identity(st);
+      link = p;
+    }
     if (this.o.followSymlinks === 'never') return this.skip(link, null, 'spool.follow_symlinks is never');
     const target = await fsp.realpath(p).catch(() => null);
-    if (target === null) return false; // dangling: nothing to read (yet)
-    if (this.excluded(target)) return false;
-    for (const root of await this.roots()) if (target.startsWith(root)) return true;
+    if (target === null) return null; // dangling: nothing to read (yet)
+    if (this.excluded(target)) return null;
+    const st = await fsp.stat(target).catch(() => null);
+    if (st === null) return null;
+    for (const root of await this.roots()) if (target.startsWith(root)) return identity(st);
     const linkTarget = link === p ? target : await fsp.realpath(link).catch(() => target);
     return this.skip(link, linkTarget, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');
   }
@@ -54,11 +77,15 @@ export class Admission {
     return real.filter((r): r is string => r !== null).map((r) => (r.endsWith(path.sep) ? r : r + path.sep));
   }
 
-  private skip(p: string, target: string | null, why: string): false {
+  private skip(p: string, target: string | null, why: string): null {
     if (!this.warned.has(p)) {
       this.warned.add(p);
       this.o.onSkippedLink(p, target, why);
     }
-    return false;
+    return null;
   }
+}
+
+function identity(st: Stats): { dev: number; ino: number } {
+  return { dev: st.dev, ino: st.ino };
 }

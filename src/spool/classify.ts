@@ -35,6 +35,7 @@ import type { FileProgress } from '../state/progress.js';
 import { sameAsSeen, type StateStore } from '../state/store.js';
 import { headMatches, readHead, type FileHead } from './identity.js';
 import type { KnownFiles } from './known-files.js';
+import type { AdmittedFile } from './admission.js';
 import { openRegularOrRefused } from './open.js';
 import type { FileTailer } from './tailer.js';
 import { followed, type Tailers } from './tailers.js';
@@ -94,13 +95,28 @@ export function verifiedAtStart(c: ClassifyContext, p: string, st: Stats): strin
  * needs them for (not followed, not verified at start-up), `concurrency` at
  * a time.
  */
-export async function look(c: ClassifyContext, slice: ReadonlyArray<{ p: string; ds: string }>, concurrency: number): Promise<Listed[]> {
-  const stats = await mapLimit(slice, concurrency, ({ p }) => fsp.stat(p).catch(() => null));
+/** A listed path to look at, with the file it was admitted for (admission.ts). */
+export interface Candidate {
+  p: string;
+  ds: string;
+  file: AdmittedFile;
+}
+
+/** Another file at the path than the one admitted (a link flipped since): not there, for this scan. */
+function isAdmitted(file: AdmittedFile, st: Stats): boolean {
+  return file === 'unchecked' || (st.dev === file.dev && st.ino === file.ino);
+}
+
+export async function look(c: ClassifyContext, slice: readonly Candidate[], concurrency: number): Promise<Listed[]> {
+  const stats = await mapLimit(slice, concurrency, async ({ p, file }) => {
+    const st = await fsp.stat(p).catch(() => null);
+    return st && isAdmitted(file, st) ? st : null;
+  });
   const heads = await mapLimit(slice, concurrency, async ({ p }, i): Promise<FileHead | null> => {
     const st = stats[i] ?? null;
     return st && needsHead(c, p, st) ? readHead(p, st.dev, st.ino) : null;
   });
-  return slice.map((l, i) => ({ ...l, st: stats[i] ?? null, head: heads[i] ?? null }));
+  return slice.map(({ p, ds }, i) => ({ p, ds, st: stats[i] ?? null, head: heads[i] ?? null }));
 }
 
 /** Do the first bytes of this listed path need reading to classify it? */

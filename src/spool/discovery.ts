@@ -10,7 +10,7 @@
 // EIO, ESTALE) changes nothing: its files are not gone.
 import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
-import { classifySlice, classifyUnmatched, classifyUnseen, look, type ClassifyContext, type PathFinding, type Unmatched } from './classify.js';
+import { classifySlice, classifyUnmatched, classifyUnseen, look, type Candidate, type ClassifyContext, type PathFinding, type Unmatched } from './classify.js';
 import { fileKey, fingerprintOf, sameContentStart } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
@@ -63,12 +63,14 @@ export class Discovery {
     if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
     const unlisted = this.noteFailures(listed.failed);
-    const candidates: Array<{ p: string; ds: string }> = [];
-    const links: Array<{ p: string; ds: string }> = [];
+    const candidates: Candidate[] = [];
+    const links: Candidate[] = [];
     for (const p of listed.paths) {
       const ds = this.o.router.route(p);
+      if (!ds) continue;
       const link = listed.links.get(p) ?? null;
-      if (ds && (!this.o.admission || (await this.o.admission.admit(p, link)))) (link ? links : candidates).push({ p, ds });
+      const file = this.o.admission ? await this.o.admission.admitted(p, link) : 'unchecked';
+      if (file !== null) (link ? links : candidates).push({ p, ds, file });
     }
     // Paths through a symlink after the others: a file listed under both
     // (current.ndjson -> 2026-11-25.ndjson) is found at its own name.

@@ -1,0 +1,73 @@
+// spool.follow_symlinks is decided for the file that is read, not for the
+// path at one moment: a path flipped between a regular file (or a link
+// inside the spool) and a link to a secret outside it, between the scan's
+// listing and its stat, shipped the secret (an audit: 50 of 50 lines at
+// flips 10 ms apart, with `inside` and with `never`). Each flip is frozen
+// here at the moment that counts, with the listing taken before it.
+import { rename, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Admission, type FollowSymlinks } from '../../src/spool/admission.js';
+import { setup } from './helpers.js';
+
+/** Flips the path once it has decided on it: between the admission and the scan's stat. */
+class FlipAfterDeciding extends Admission {
+  flip: (() => Promise<void>) | null = null;
+  override async admitted(p: string, link: string | null) {
+    const r = await super.admitted(p, link);
+    const flip = this.flip;
+    this.flip = null;
+    await flip?.();
+    return r;
+  }
+}
+
+async function raced(mode: FollowSymlinks, listedAs: 'file' | 'inside link', when: 'before admission' | 'after admission' = 'before admission') {
+  const skipped: string[] = [];
+  // The spool's path is known once setup made it.
+  const options = { spoolDir: '', sourceBases: [], exclude: [], followSymlinks: mode, onSkippedLink: (p: string) => void skipped.push(p) };
+  const admission = new FlipAfterDeciding(options);
+  const s = await setup({}, { admission });
+  options.spoolDir = s.spool;
+  const secret = path.join(path.dirname(s.spool), 'secret.ndjson');
+  await writeFile(secret, '{"secret":"hunter2"}\n');
+  const inside = path.join(s.spool, 'ev', 'real.log');
+  await writeFile(inside, '{"real":1}\n');
+  const p = path.join(s.spool, 'ev', 'link.ndjson');
+  if (listedAs === 'file') await writeFile(p, '{"plain":1}\n');
+  else await symlink(inside, p);
+  const listing = await s.realList();
+  expect(listing.paths).toContain(p);
+  // The flip comes after the listing: the scan works from the listing taken before it.
+  s.internals.listCandidates = async () => listing;
+  const flip = async () => {
+    const tmp = `${p}.tmp`;
+    await symlink(secret, tmp);
+    await rename(tmp, p);
+  };
+  if (when === 'before admission') await flip();
+  else admission.flip = flip;
+  await s.spooler.scan();
+  await s.readAll();
+  return { lines: s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean)), skipped };
+}
+
+describe('follow_symlinks against a path that changes under the scan', () => {
+  for (const [mode, listedAs] of [
+    ['never', 'file'],
+    ['inside', 'file'],
+    ['inside', 'inside link'],
+  ] as const) {
+    it(`${mode}: listed as ${listedAs === 'file' ? 'a regular file' : 'a link inside the spool'}, a link to outside by the time it is opened: the secret is not read`, async () => {
+      const r = await raced(mode, listedAs);
+      expect(r.lines.join('\n')).not.toContain('hunter2');
+    });
+  }
+
+  for (const mode of ['inside', 'never'] as const) {
+    it(`${mode}: admitted as the file it was, a link to outside by the time the scan looks at it: the secret is not read`, async () => {
+      const r = await raced(mode, 'file', 'after admission');
+      expect(r.lines.join('\n')).not.toContain('hunter2');
+    });
+  }
+});
