@@ -10,9 +10,13 @@
 // the application writes to the renamed file until it reopens, and a
 // file finished at its first end after the rename lost those lines and
 // sent the half-written one split (Filebeat's close_inactive is the
-// model). A deleted file is finished at its end (Filebeat's
-// close_removed): nobody can reopen it, and its descriptor holds its disk
-// space.
+// model). A deleted file too (logrotate's rotate 0, compress without
+// delaycompress): its writer goes on writing to it until it reopens, so
+// finishing it at its end (Filebeat's close_removed) lost about a second of
+// lines per rotation and split the line in progress. It is read until it
+// has not grown for idle_ms (counted from its last write, not from the
+// deletion: one its writer had left is finished at once); its descriptor
+// holds its disk space until then.
 import { sharedBuffer } from '../batcher/buffers.js';
 import type { ReadOptions } from './options.js';
 import { READ_HERE, ScanReader, type ChunkReader } from './scan-reader.js';
@@ -112,13 +116,15 @@ export class ReadLoop {
 
   /**
    * A detached file read to its end is finished: with its descriptor, once
-   * deleted or idle; without one (it left every path we could find while
+   * idle (deleted: since its last write); without one (it left every path we could find while
    * its descriptor was closed), once gone for forget_after_ms, since one
    * that comes back sooner (moved away and back, a directory renamed for a
    * moment) reads on where it was.
    */
   private awayForGood(t: FileTailer): boolean {
-    if (t.fh) return t.deleted || this.idle(t);
+    // Deleted: idle since its last write, not since the deletion was seen (a
+    // file its writer had left is finished at once, its remainder sent then).
+    if (t.fh) return t.deleted ? this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs : this.idle(t);
     return this.o.clock.now() - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= this.o.forgetAfterMs;
   }
 
@@ -142,7 +148,7 @@ export class ReadLoop {
 
   private async atEnd(t: FileTailer): Promise<void> {
     if (t.detached) {
-      if (t.fh && t.deleted) await this.finishDetached(t);
+      if (t.fh && this.awayForGood(t)) await this.finishDetached(t);
       return;
     }
     if (this.idle(t) && t.fh && !t.pinned && t.carriedBytes === 0) {
