@@ -8,16 +8,21 @@
 // The decision is for one file, not for the path: a path flipped between a
 // file (or a link inside) and a link to a secret, between the listing and
 // the open, shipped the secret. `admitted` gives the identity (dev, ino) of
-// the file it decided on; the scan reads a path only while it names that
-// file (classify.ts look), and the tailer checks it at every open.
+// the file it decided on (or says the path must be no link); the scan reads
+// a path only while it names that file (classify.ts look), and the tailer
+// checks it at every open.
 import { promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 
 export type FollowSymlinks = 'inside' | 'any' | 'never';
 
-/** The file a path was admitted for; 'unchecked': any file (follow_symlinks: any). */
-export type AdmittedFile = { dev: number; ino: number } | 'unchecked';
+/**
+ * The file a path was admitted for: through a link, the file it led to;
+ * 'not a link': the path itself, so long as it is no link (the scan looks
+ * with lstat, no extra call); 'unchecked': any file (follow_symlinks: any).
+ */
+export type AdmittedFile = { dev: number; ino: number } | 'not a link' | 'unchecked';
 
 export interface AdmissionOptions {
   spoolDir: string;
@@ -52,13 +57,7 @@ export class Admission {
   async admitted(p: string, link: string | null): Promise<AdmittedFile | null> {
     if (this.excluded(p)) return null;
     if (this.o.followSymlinks === 'any') return 'unchecked';
-    if (link === null) {
-      // Listed as no link: still none now (a link swapped in since is judged as one).
-      const st = await fsp.lstat(p).catch(() => null);
-      if (st === null) return null;
-      if (!st.isSymbolicLink()) return identity(st);
-      link = p;
-    }
+    if (link === null) return 'not a link';
     if (this.o.followSymlinks === 'never') return this.skip(link, null, 'spool.follow_symlinks is never');
     const target = await fsp.realpath(p).catch(() => null);
     if (target === null) return null; // dangling: nothing to read (yet)

@@ -104,12 +104,13 @@ export interface Candidate {
 
 /** Another file at the path than the one admitted (a link flipped since): not there, for this scan. */
 function isAdmitted(file: AdmittedFile, st: Stats): boolean {
-  return file === 'unchecked' || (st.dev === file.dev && st.ino === file.ino);
+  return typeof file === 'string' || (st.dev === file.dev && st.ino === file.ino);
 }
 
 export async function look(c: ClassifyContext, slice: readonly Candidate[], concurrency: number): Promise<Listed[]> {
   const stats = await mapLimit(slice, concurrency, async ({ p, file }) => {
-    const st = await fsp.stat(p).catch(() => null);
+    // A path admitted as no link is looked at as one: a link swapped in since is no file here.
+    const st = await (file === 'not a link' ? fsp.lstat(p) : fsp.stat(p)).catch(() => null);
     return st && isAdmitted(file, st) ? st : null;
   });
   const heads = await mapLimit(slice, concurrency, async ({ p }, i): Promise<FileHead | null> => {

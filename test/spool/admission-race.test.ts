@@ -64,9 +64,13 @@ describe('follow_symlinks against a path that changes under the scan', () => {
     });
   }
 
-  for (const mode of ['inside', 'never'] as const) {
-    it(`${mode}: admitted as the file it was, a link to outside by the time the scan looks at it: the secret is not read`, async () => {
-      const r = await raced(mode, 'file', 'after admission');
+  for (const [mode, listedAs] of [
+    ['inside', 'file'],
+    ['never', 'file'],
+    ['inside', 'inside link'],
+  ] as const) {
+    it(`${mode}: admitted as ${listedAs === 'file' ? 'a regular file' : 'the file a link inside led to'}, a link to outside by the time the scan looks at it: the secret is not read`, async () => {
+      const r = await raced(mode, listedAs, 'after admission');
       expect(r.lines.join('\n')).not.toContain('hunter2');
     });
   }
