@@ -3,26 +3,10 @@
 // add up) and a counter, spoolship_odd_answers_total{kind}, at 0 from the
 // start for every kind.
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics/metrics.js';
-import { CountLog } from '../../src/observe/count-log.js';
-import { SenderEvents } from '../../src/observe/sender-events.js';
-import { captureLogs } from '../support/log-capture.js';
-import { ManualClock } from '../support/manual-clock.js';
+import { senderEvents } from './helpers.js';
 
 function events() {
-  const { logs, log } = captureLogs();
-  const metrics = createMetrics();
-  const clock = new ManualClock(0);
-  const ev = new SenderEvents({
-    metrics,
-    log,
-    clock,
-    counts: new CountLog(clock, () => log),
-    maxBatchBytes: 1 << 20,
-    api: () => 'http://127.0.0.1:1',
-    parkedDataSources: () => new Map(),
-    deadLetters: { deadLetterLines: async () => undefined },
-  });
+  const { logs, ev, metrics } = senderEvents();
   const odd = async (kind: string) => {
     const text = await metrics.registry.metrics();
     const m = new RegExp(`^spoolship_odd_answers_total\\{kind="${kind}"\\} (\\S+)$`, 'm').exec(text);

@@ -5,26 +5,10 @@
 // only its confirmation (the other refused too) is the ERROR. An audit saw
 // an ERROR `token_rejected` undone 2 ms later at every such start.
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics/metrics.js';
-import { CountLog } from '../../src/observe/count-log.js';
-import { SenderEvents } from '../../src/observe/sender-events.js';
-import { captureLogs } from '../support/log-capture.js';
-import { ManualClock } from '../support/manual-clock.js';
+import { senderEvents } from './helpers.js';
 
 function events() {
-  const { logs, log } = captureLogs();
-  const metrics = createMetrics();
-  const clock = new ManualClock(0);
-  const ev = new SenderEvents({
-    metrics,
-    log,
-    clock,
-    counts: new CountLog(clock, () => log),
-    maxBatchBytes: 1 << 20,
-    api: () => 'http://127.0.0.1:1',
-    parkedDataSources: () => new Map(),
-    deadLetters: { deadLetterLines: async () => undefined },
-  });
+  const { logs, ev, metrics } = senderEvents();
   const parked = async () => /^spoolship_parked\{reason="token_rejected"\} (\S+)$/m.exec(await metrics.registry.metrics())?.[1];
   return { logs, ev, parked };
 }
