@@ -51,13 +51,17 @@ export async function askAgent(config: Readonly<Config>, timeoutMs = ADMIN_TIMEO
   return { kind: 'report', report: body };
 }
 
-export async function collectStatus(config: Readonly<Config>, now: () => Date = () => new Date()): Promise<StatusReport> {
+/** Where a report came from: the agent's admin endpoint, its control socket, or the state_dir on disk. */
+export type StatusRoute = 'admin' | 'control' | 'state_dir';
+
+/** The status report, and which way it came (status's source line). */
+export async function collectStatusRoute(config: Readonly<Config>, now: () => Date = () => new Date()): Promise<{ report: StatusReport; via: StatusRoute }> {
   const answer = await askAgent(config);
-  if (answer.kind === 'report') return answer.report;
+  if (answer.kind === 'report') return { report: answer.report, via: 'admin' };
   const viaControl = await askControlSocket(config);
-  if (viaControl.kind === 'report') return viaControl.report;
+  if (viaControl.kind === 'report') return { report: viaControl.report, via: 'control' };
   try {
-    return await reportFromStateDir(config, `${answer.why}; ${viaControl.why}`, now());
+    return { report: await reportFromStateDir(config, `${answer.why}; ${viaControl.why}`, now()), via: 'state_dir' };
   } catch (err) {
     if (err instanceof SpoolshipError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;

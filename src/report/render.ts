@@ -4,6 +4,7 @@
 import { renderTable, type Cell } from '../clusters/table.js';
 import { printable } from '../util/printable.js';
 import type { StatusReport } from './report.js';
+import type { StatusRoute } from './collect.js';
 
 export function humanBytes(n: number | null): string {
   if (n === null) return '-';
@@ -22,12 +23,13 @@ function count(n: number | null): string {
   return n === null ? '-' : String(n);
 }
 
-export function describeSource(r: StatusReport): string {
+export function describeSource(r: StatusReport, via?: StatusRoute): string {
   const a = r.agent;
   if (r.source === 'agent') {
     const ready = a.ready ? 'ready' : `NOT ready (${printable(a.reasons.join(', '))})`;
-    // No admin endpoint: the report came through the control socket (collect.ts).
-    const where = a.admin_url === null ? 'through its control socket' : `at ${a.admin_url}/status`;
+    // Through the control socket (collect.ts): no admin endpoint, or one this config does not name.
+    const socket = via === 'control' || a.admin_url === null;
+    const where = socket ? `through its control socket${a.admin_url === null ? '' : ` (its admin endpoint: ${a.admin_url})`}` : `at ${a.admin_url}/status`;
     const threads = a.compression ? `; compression threads ${a.compression.threads} (thread pool ${a.compression.pool})` : '';
     return `source: running agent (pid ${a.pid}) ${where}; ${ready}; api ${printable(String(a.api))}${threads}`;
   }
@@ -35,10 +37,10 @@ export function describeSource(r: StatusReport): string {
   return `source: state_dir ${printable(r.state_dir)}, read from disk; ${running}`;
 }
 
-export function renderStatus(r: StatusReport, opts: { color: boolean }): string {
+export function renderStatus(r: StatusReport, opts: { color: boolean; via?: StatusRoute }): string {
   const out: string[] = [];
   out.push(`spoolship status at ${r.generated_at}`);
-  out.push(describeSource(r));
+  out.push(describeSource(r, opts.via));
   const active = r.source === 'agent' ? `batches in progress: ${r.batches_active}` : `batches to resend at the next start: ${r.batches_active}`;
   const inFlight = r.in_flight === null ? '' : `; requests in flight: ${r.in_flight}`;
   out.push(`retry queue: ${r.queue.batches} batches, ${humanBytes(r.queue.bytes)}; ${active}${inFlight}`);

@@ -220,7 +220,8 @@ describe('status from the state dir', () => {
     expect(report!.agent).toMatchObject({ running: true, pid: process.pid, ready: true });
     expect(report!.datasources[0]).toMatchObject({ datasource: 'app', lines_read: 30, lines_acked: 30, bytes_behind: 0, files: [{ path: file, size, committed: size }] });
     const table = await runCli(['status', '-c', cfg], dir);
-    expect(table.stdout).toContain(listen === '' ? `source: running agent (pid ${process.pid}) through its control socket; ready` : `source: running agent (pid ${process.pid}) at http://127.0.0.1:`);
+    // Said as it came: through the socket, not from the admin endpoint the agent has (an audit: the port-0 case named that endpoint as the source).
+    expect(table.stdout).toContain(listen === '' ? `source: running agent (pid ${process.pid}) through its control socket; ready` : `source: running agent (pid ${process.pid}) through its control socket (its admin endpoint: http://127.0.0.1:`);
   });
 
   it('after kill -9 with a request unanswered: the journal intent shows as a batch to resend, read but not committed', async () => {

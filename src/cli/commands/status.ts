@@ -3,7 +3,7 @@
 // the agent is down or has no admin endpoint (src/report/collect.ts).
 import { loadConfig, NETWORK_KEYS } from '../../config/index.js';
 import { EXIT_OK, SpoolshipError } from '../../errors.js';
-import { collectStatus } from '../../report/collect.js';
+import { collectStatusRoute } from '../../report/collect.js';
 import { renderStatus } from '../../report/render.js';
 import { systemClock } from '../../util/clock.js';
 import { noteWhereRead, parseCommandArgs, type CliIo, type Command } from '../command.js';
@@ -53,8 +53,8 @@ const command: Command = {
     for (const w of envWarnings) io.stderr.write(`spoolship status: warning: ${w}\n`);
     noteWhereRead('status', loaded, io);
     const frame = async (): Promise<string> => {
-      const report = await collectStatus(config);
-      return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true });
+      const { report, via } = await collectStatusRoute(config);
+      return values.json ? `${JSON.stringify(report)}\n` : renderStatus(report, { color: io.stdout.isTTY === true, via });
     };
     if (!values.watch) {
       io.stdout.write(await frame());
