@@ -62,8 +62,9 @@ export class Admission {
     const target = await fsp.realpath(p).catch(() => null);
     if (target === null) return null; // dangling: nothing to read (yet)
     if (this.excluded(target)) return null;
-    const st = await fsp.stat(target).catch(() => null);
-    if (st === null) return null;
+    // The real path names no link; one there now (the path flipped since) is not judged: not this scan.
+    const st = await fsp.lstat(target).catch(() => null);
+    if (st === null || !st.isFile()) return null;
     for (const root of await this.roots()) if (target.startsWith(root)) return identity(st);
     const linkTarget = link === p ? target : await fsp.realpath(link).catch(() => target);
     return this.skip(link, linkTarget, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');

@@ -110,6 +110,16 @@ export class ReadLoop {
     else if (change === 'readable') this.o.events.onReadable?.(t.ds, t.path);
   }
 
+  /**
+   * How long a file has not been written to: since a read last found it
+   * grown, or since its mtime (wall time), whichever is longer ago; a backlog
+   * read just now may have been written long before.
+   */
+  private unwrittenFor(t: FileTailer): number {
+    const byReads = this.o.clock.now() - t.lastGrowthAt;
+    return t.lastMtimeMs > 0 ? Math.max(byReads, Date.now() - t.lastMtimeMs) : byReads;
+  }
+
   private idle(t: FileTailer): boolean {
     return this.o.clock.now() - quietSince(t) >= this.o.idleMs;
   }
@@ -124,7 +134,7 @@ export class ReadLoop {
   private awayForGood(t: FileTailer): boolean {
     // Deleted: idle since its last write, not since the deletion was seen (a
     // file its writer had left is finished at once, its remainder sent then).
-    if (t.fh) return t.deleted ? this.o.clock.now() - t.lastGrowthAt >= this.o.idleMs : this.idle(t);
+    if (t.fh) return t.deleted ? this.unwrittenFor(t) >= this.o.idleMs : this.idle(t);
     return this.o.clock.now() - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= this.o.forgetAfterMs;
   }
 

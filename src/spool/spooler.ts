@@ -16,6 +16,7 @@ import type { SpoolerOptions } from './options.js';
 import { ReadLoop } from './read-loop.js';
 import { Rotation } from './rotation.js';
 import { Tailers, type TailerView } from './tailers.js';
+import type { FileTailer } from './tailer.js';
 
 export type { SpoolerEvents, SpoolerOptions } from './options.js';
 export type { TailerView } from './tailers.js';
@@ -73,7 +74,23 @@ export class Spooler implements LongLived, SeenNow {
     await this.watcher?.close();
     await this.loop;
     await this.reader.close();
-    for (const t of this.tailers.values()) await t.closeFd();
+    for (const t of this.tailers.values()) {
+      await this.sendRemainderIfDeleted(t);
+      await t.closeFd();
+    }
+  }
+
+  /**
+   * A deleted file read to its end but for a partial last line (read until
+   * idle: its writer may still finish it) cannot be reopened after this
+   * stop: the remainder goes now, whole, with the batches the stop drains.
+   */
+  private async sendRemainderIfDeleted(t: FileTailer): Promise<void> {
+    if (!t.fh || t.finished || t.carriedBytes === 0 || t.unreadBytes > 0) return;
+    const st = await t.fh.stat().catch(() => null);
+    if (st?.nlink !== 0) return;
+    await t.flushRemainder(this.o.batcher);
+    t.finish();
   }
 
   /** Reading is all in this process: nothing to abandon but the current chunk. */

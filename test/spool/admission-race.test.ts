@@ -4,9 +4,10 @@
 // listing and its stat, shipped the secret (an audit: 50 of 50 lines at
 // flips 10 ms apart, with `inside` and with `never`). Each flip is frozen
 // here at the moment that counts, with the listing taken before it.
-import { rename, symlink, writeFile } from 'node:fs/promises';
+import { promises as fsPromises } from 'node:fs';
+import { link, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Admission, type FollowSymlinks } from '../../src/spool/admission.js';
 import { setup } from './helpers.js';
 
@@ -52,6 +53,10 @@ async function raced(mode: FollowSymlinks, listedAs: 'file' | 'inside link', whe
   return { lines: s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean)), skipped };
 }
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
 describe('follow_symlinks against a path that changes under the scan', () => {
   for (const [mode, listedAs] of [
     ['never', 'file'],
@@ -74,4 +79,37 @@ describe('follow_symlinks against a path that changes under the scan', () => {
       expect(r.lines.join('\n')).not.toContain('hunter2');
     });
   }
+
+  it("inside: listed as a link, a regular file when its real path is taken, a link to outside again when that path is looked at: the secret is not read", async () => {
+    // An audit flipped x.ndjson every 0.5 ms between a hard link of a file inside and a link to a secret: 200 secret rows.
+    const options = { spoolDir: '', sourceBases: [], exclude: [], followSymlinks: 'inside' as const, onSkippedLink: () => undefined };
+    const s = await setup({}, { admission: new Admission(options) });
+    options.spoolDir = s.spool;
+    const secret = path.join(path.dirname(s.spool), 'secret.ndjson');
+    await writeFile(secret, '{"secret":"hunter2"}\n');
+    const inside = path.join(s.spool, 'ev', 'inside.dat');
+    await writeFile(inside, '{"inside":1}\n');
+    const p = path.join(s.spool, 'ev', 'x.ndjson');
+    const toSecret = async () => {
+      await symlink(secret, `${p}.tmp`);
+      await rename(`${p}.tmp`, p);
+    };
+    await toSecret();
+    const listing = await s.realList();
+    expect(listing.links.get(p)).toBe(p);
+    s.internals.listCandidates = async () => listing;
+    // A regular file (a hard link of the inside one) when the scan takes its real path, a link to the secret right after.
+    await link(inside, `${p}.tmp`);
+    await rename(`${p}.tmp`, p);
+    const realpath = fsPromises.realpath.bind(fsPromises);
+    vi.spyOn(fsPromises, 'realpath').mockImplementation((async (q: string) => {
+      const r = await realpath(q);
+      if (q === p) await toSecret();
+      return r;
+    }) as typeof fsPromises.realpath);
+    await s.spooler.scan();
+    vi.restoreAllMocks();
+    await s.readAll();
+    expect(s.closed.flatMap((b) => b.body.toString().split('\n')).join('\n')).not.toContain('hunter2');
+  });
 });
