@@ -112,12 +112,13 @@ export class ReadLoop {
 
   /**
    * How long a file has not been written to: since a read last found it
-   * grown, or since its mtime (wall time), whichever is longer ago; a backlog
-   * read just now may have been written long before.
+   * grown, or since its mtime, whichever is longer ago; a backlog read just
+   * now may have been written long before. (The clock is wall time in the
+   * agent, as mtimes are.)
    */
   private unwrittenFor(t: FileTailer): number {
-    const byReads = this.o.clock.now() - t.lastGrowthAt;
-    return t.lastMtimeMs > 0 ? Math.max(byReads, Date.now() - t.lastMtimeMs) : byReads;
+    const now = this.o.clock.now();
+    return t.lastMtimeMs > 0 ? now - Math.min(t.lastGrowthAt, t.lastMtimeMs) : now - t.lastGrowthAt;
   }
 
   private idle(t: FileTailer): boolean {
