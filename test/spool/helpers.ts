@@ -1,6 +1,6 @@
 // A Spooler over a temp spool with a real StateStore and Batcher, for tests
 // that drive it directly: no watcher, no periodic rescan.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach } from 'vitest';
@@ -72,4 +72,19 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     batcher.closeAll();
   };
   return { spool, stateDir: path.join(dir, 'state'), store, spooler, batcher, internals, realList, readAll, closed };
+}
+
+/** `ev/app.ndjson` of `{"a":1}` and a partial `{"b":"partial"}`, scanned and read (`mtime`: when it was last written); its path. */
+export async function readWithPartialLine(s: Awaited<ReturnType<typeof setup>>, mtime?: Date): Promise<string> {
+  const app = path.join(s.spool, 'ev', 'app.ndjson');
+  await writeFile(app, '{"a":1}\n{"b":"partial"}');
+  if (mtime) await utimes(app, mtime, mtime);
+  await s.spooler.scan();
+  await s.readAll();
+  return app;
+}
+
+/** Every closed batch's body, in order. */
+export function sent(s: Awaited<ReturnType<typeof setup>>): string {
+  return s.closed.map((x) => x.body.toString()).join('');
 }
