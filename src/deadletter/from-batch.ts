@@ -10,8 +10,8 @@ import type { DeadLetterInput, DeadLetterReason } from './store.js';
 /** Pieces of one batch, each its raw lines and the batch line it starts at. */
 export type LinePieces = ReadonlyArray<{ lineStart: number; raw: Buffer }>;
 
-/** deadLetterInputs for several pieces of one batch, in their order. */
-export async function piecesInputs(
+/** The records of a batch's pieces, one per line, in the pieces' order. */
+export async function deadLetterInputs(
   ds: string,
   pieces: LinePieces,
   reason: DeadLetterReason,
@@ -20,25 +20,16 @@ export async function piecesInputs(
   pathOf: (key: string) => string | undefined,
 ): Promise<DeadLetterInput[]> {
   const out: DeadLetterInput[] = [];
-  for (const p of pieces) out.push(...(await deadLetterInputs({ ds, lineStart: p.lineStart }, p.raw, reason, status, ranges, pathOf)));
-  return out;
-}
-
-export async function deadLetterInputs(
-  part: { ds: string; lineStart: number },
-  raw: Buffer,
-  reason: DeadLetterReason,
-  status: number | null,
-  ranges: readonly RangeRecord[] | undefined,
-  pathOf: (key: string) => string | undefined,
-): Promise<DeadLetterInput[]> {
-  const lines: Buffer[] = [];
-  for (let pos = 0; pos < raw.length; ) {
-    const nl = raw.indexOf(10, pos);
-    const end = nl === -1 ? raw.length : nl;
-    lines.push(raw.subarray(pos, end));
-    pos = end + 1;
+  for (const { lineStart, raw } of pieces) {
+    const lines: Buffer[] = [];
+    for (let pos = 0; pos < raw.length; ) {
+      const nl = raw.indexOf(10, pos);
+      const end = nl === -1 ? raw.length : nl;
+      lines.push(raw.subarray(pos, end));
+      pos = end + 1;
+    }
+    const where = ranges ? await locateLines(ranges, pathOf, lineStart, lines.length) : [];
+    for (const [i, line] of lines.entries()) out.push({ datasource: ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line });
   }
-  const where = ranges ? await locateLines(ranges, pathOf, part.lineStart, lines.length) : [];
-  return lines.map((line, i) => ({ datasource: part.ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line }));
+  return out;
 }

@@ -12,7 +12,7 @@ import type { NetworkSetup } from '../net/setup.js';
 import { inFlightCeiling } from '../sender/from-config.js';
 import type { Sender } from '../sender/sender.js';
 import path from 'node:path';
-import { piecesInputs } from '../deadletter/from-batch.js';
+import { deadLetterInputs } from '../deadletter/from-batch.js';
 import type { RangeRecord } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
 import { systemClock } from '../util/clock.js';
@@ -112,7 +112,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       deadLetterLines: async (root, parts, reason, status) => {
         // Where each line came from, read back from its file (stdin cannot be: null).
         const pieces = parts.map((p) => ({ lineStart: p.part.lineStart, raw: p.raw }));
-        const inputs = await piecesInputs(root.ds, pieces, reason, status, batchRanges.get(root.id), (k) => fileOf(k));
+        const inputs = await deadLetterInputs(root.ds, pieces, reason, status, batchRanges.get(root.id), (k) => fileOf(k));
         await Promise.all(inputs.map((input) => storeDeadLetter(input)));
       },
     },

@@ -13,7 +13,7 @@ import type { SendSlots } from '../batcher/linger.js';
 import type { DeadLetterPath } from '../control/queue-ops.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
-import { piecesInputs, type LinePieces } from '../deadletter/from-batch.js';
+import { deadLetterInputs, type LinePieces } from '../deadletter/from-batch.js';
 import { lineRanges, rangeCrcs } from '../recovery/reform.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -376,7 +376,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset: one write, one event. */
   async deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<void> {
-    const inputs = await piecesInputs(ds, pieces, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
+    const inputs = await deadLetterInputs(ds, pieces, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
     let stored = 0;
     await Promise.all(
       inputs.map(async (input) => {

@@ -230,7 +230,7 @@ async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStor
   if (!batch) throw new Error(`queued batch ${rec.header!.id} cannot be read (damaged); start the agent: it reads such a batch again from the spool`);
   const raw = batch.header.encoding ? await decodeBody(batch.header.encoding, batch.body) : batch.body;
   const q = store.queuedIntents().find((x) => x.id === batch.header.id);
-  return deadLetterInputs({ ds: batch.header.ds, lineStart: 0 }, raw, 'operator', batch.header.history?.lastStatus ?? null, q?.ranges, (k) => store.metaOf(k)?.path);
+  return deadLetterInputs(batch.header.ds, [{ lineStart: 0, raw }], 'operator', batch.header.history?.lastStatus ?? null, q?.ranges, (k) => store.metaOf(k)?.path);
 }
 
 export default command;
