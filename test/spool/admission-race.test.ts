@@ -23,10 +23,10 @@ class FlipAfterDeciding extends Admission {
   }
 }
 
-async function raced(mode: FollowSymlinks, listedAs: 'file' | 'inside link', when: 'before admission' | 'after admission' = 'before admission') {
-  const skipped: string[] = [];
+/** A spool with a file inside and a secret outside it, under follow_symlinks `mode`; `toSecret` makes `p` a link to the secret. */
+async function world(mode: FollowSymlinks, name: string) {
   // The spool's path is known once setup made it.
-  const options = { spoolDir: '', sourceBases: [], exclude: [], followSymlinks: mode, onSkippedLink: (p: string) => void skipped.push(p) };
+  const options = { spoolDir: '', sourceBases: [], exclude: [], followSymlinks: mode, onSkippedLink: () => undefined };
   const admission = new FlipAfterDeciding(options);
   const s = await setup({}, { admission });
   options.spoolDir = s.spool;
@@ -34,23 +34,28 @@ async function raced(mode: FollowSymlinks, listedAs: 'file' | 'inside link', whe
   await writeFile(secret, '{"secret":"hunter2"}\n');
   const inside = path.join(s.spool, 'ev', 'real.log');
   await writeFile(inside, '{"real":1}\n');
-  const p = path.join(s.spool, 'ev', 'link.ndjson');
+  const p = path.join(s.spool, 'ev', name);
+  const toSecret = async () => {
+    await symlink(secret, `${p}.tmp`);
+    await rename(`${p}.tmp`, p);
+  };
+  const lines = () => s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean));
+  return { s, admission, inside, p, toSecret, lines };
+}
+
+async function raced(mode: FollowSymlinks, listedAs: 'file' | 'inside link', when: 'before admission' | 'after admission' = 'before admission') {
+  const { s, admission, inside, p, toSecret, lines } = await world(mode, 'link.ndjson');
   if (listedAs === 'file') await writeFile(p, '{"plain":1}\n');
   else await symlink(inside, p);
   const listing = await s.realList();
   expect(listing.paths).toContain(p);
   // The flip comes after the listing: the scan works from the listing taken before it.
   s.internals.listCandidates = async () => listing;
-  const flip = async () => {
-    const tmp = `${p}.tmp`;
-    await symlink(secret, tmp);
-    await rename(tmp, p);
-  };
-  if (when === 'before admission') await flip();
-  else admission.flip = flip;
+  if (when === 'before admission') await toSecret();
+  else admission.flip = toSecret;
   await s.spooler.scan();
   await s.readAll();
-  return { lines: s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean)), skipped };
+  return { lines: lines() };
 }
 
 afterEach(() => {
@@ -82,18 +87,7 @@ describe('follow_symlinks against a path that changes under the scan', () => {
 
   it("inside: listed as a link, a regular file when its real path is taken, a link to outside again when that path is looked at: the secret is not read", async () => {
     // An audit flipped x.ndjson every 0.5 ms between a hard link of a file inside and a link to a secret: 200 secret rows.
-    const options = { spoolDir: '', sourceBases: [], exclude: [], followSymlinks: 'inside' as const, onSkippedLink: () => undefined };
-    const s = await setup({}, { admission: new Admission(options) });
-    options.spoolDir = s.spool;
-    const secret = path.join(path.dirname(s.spool), 'secret.ndjson');
-    await writeFile(secret, '{"secret":"hunter2"}\n');
-    const inside = path.join(s.spool, 'ev', 'inside.dat');
-    await writeFile(inside, '{"inside":1}\n');
-    const p = path.join(s.spool, 'ev', 'x.ndjson');
-    const toSecret = async () => {
-      await symlink(secret, `${p}.tmp`);
-      await rename(`${p}.tmp`, p);
-    };
+    const { s, inside, p, toSecret, lines } = await world('inside', 'x.ndjson');
     await toSecret();
     const listing = await s.realList();
     expect(listing.links.get(p)).toBe(p);
@@ -110,6 +104,6 @@ describe('follow_symlinks against a path that changes under the scan', () => {
     await s.spooler.scan();
     vi.restoreAllMocks();
     await s.readAll();
-    expect(s.closed.flatMap((b) => b.body.toString().split('\n')).join('\n')).not.toContain('hunter2');
+    expect(lines().join('\n')).not.toContain('hunter2');
   });
 });
