@@ -1,21 +1,33 @@
 // Secrets never leave the process: check-config output, problems and logs
 // show `***` for api.token, clusters.token and the password in redis_url,
-// api.base_url and api.proxy.
+// api.base_url and api.proxy (in the userinfo or a query parameter).
 import type { Config } from './types.js';
 
 export const REDACTED = '***';
 
+/** Query parameters whose values are secrets (ioredis reads `?password=`). */
+const SECRET_PARAM = /pass|pwd|secret|token|key|auth|cred/i;
+
 /**
- * `redis://user:secret@host` -> `redis://user:***@host`. A userinfo without
- * a colon (`redis://secret@host`) is redacted whole: some clients read it
- * as the password. Up to the last `@`, so an unencoded `@` in the password
- * cannot leak its tail.
+ * `redis://user:secret@host` -> `redis://user:***@host`, and
+ * `redis://host/0?password=secret` -> `redis://host/0?password=***`. A
+ * userinfo without a colon (`redis://secret@host`) is redacted whole: some
+ * clients read it as the password. Up to the last `@`, so an unencoded `@`
+ * in the password cannot leak its tail; the query's secrets go first, so an
+ * `@` in one of them cannot either (an `@` in another parameter hides more
+ * than needed, never less).
  */
 export function redactUrlPassword(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is, (_, scheme: string, userinfo: string) => {
+  const q = url.indexOf('?');
+  const withQuery = q === -1 ? url : url.slice(0, q + 1) + redactQuery(url.slice(q + 1));
+  return withQuery.replace(/^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is, (_, scheme: string, userinfo: string) => {
     const colon = userinfo.indexOf(':');
     return colon === -1 ? `${scheme}${REDACTED}@` : `${scheme}${userinfo.slice(0, colon)}:${REDACTED}@`;
   });
+}
+
+function redactQuery(query: string): string {
+  return query.replace(/(^|[&;])([^&;=#]*)=([^&;#]*)/g, (all, sep: string, name: string) => (SECRET_PARAM.test(name) ? `${sep}${name}=${REDACTED}` : all));
 }
 
 /** A copy of `config` fit to print; null secrets stay null. */

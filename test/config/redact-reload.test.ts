@@ -15,6 +15,14 @@ describe('redactUrlPassword', () => {
     expect(redactUrlPassword('redis://secret@redis:6379')).toBe('redis://***@redis:6379');
     expect(redactUrlPassword('redis://u:p@ss@redis:6379')).toBe('redis://u:***@redis:6379');
   });
+
+  it('hides a password given as a query parameter (ioredis reads ?password=), with an @ in it too', () => {
+    expect(redactUrlPassword('redis://127.0.0.1:6379/0?username=spool&password=Pw_9f8e7d6c5b4a')).toBe('redis://127.0.0.1:6379/0?username=spool&password=***');
+    expect(redactUrlPassword('redis://h/0?Password=a%40b&db=1')).toBe('redis://h/0?Password=***&db=1');
+    expect(redactUrlPassword('rediss://u:pw@h:6380/0?password=p@ss&tls=1')).toBe('rediss://u:***@h:6380/0?password=***&tls=1');
+    expect(redactUrlPassword('http://proxy:3128/?token=abcdef')).toBe('http://proxy:3128/?token=***');
+    expect(redactUrlPassword('redis://h/0?db=1')).toBe('redis://h/0?db=1');
+  });
 });
 
 describe('restartRequiredChanges', () => {

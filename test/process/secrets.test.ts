@@ -19,7 +19,9 @@ import { getJson, lines, onCleanup, spawnAgent, startEmu, tempDir, waitFor, wait
 const TOKEN = 'tok_SECRETgood0123456789abcdef';
 const WRONG = 'tok_SECRETwrong9876543210fedcba';
 const REDIS_PASSWORD = 'SECRETredisPassw0rd42';
-const SECRETS = [TOKEN, WRONG, REDIS_PASSWORD];
+/** ioredis also reads a password from the URL's query. */
+const REDIS_QUERY_PASSWORD = 'SECRETredisQueryPw43';
+const SECRETS = [TOKEN, WRONG, REDIS_PASSWORD, REDIS_QUERY_PASSWORD];
 
 async function closedPort(): Promise<number> {
   const srv = net.createServer();
@@ -62,7 +64,7 @@ describe('secrets (process)', () => {
     await writeFile(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
     const paths = await writeConfig(dir, t, {
       api: { token: null, token_file: tokenFile },
-      limits: { redis_url: `redis://default:${REDIS_PASSWORD}@127.0.0.1:${await closedPort()}` },
+      limits: { redis_url: `redis://default:${REDIS_PASSWORD}@127.0.0.1:${await closedPort()}/0?password=${REDIS_QUERY_PASSWORD}` },
     });
     const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
     await mkdir(path.dirname(file), { recursive: true });
