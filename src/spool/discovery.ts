@@ -172,7 +172,8 @@ export class Discovery {
       await t.closeFd();
       return;
     }
-    t.detach(this.o.clock.now());
+    // Renamed out of the patterns, or a config that matches it no more: which, the state cannot tell, so never deleted.
+    t.detach(this.o.clock.now(), 'unmatched');
     this.tailers.add(t);
   }
 

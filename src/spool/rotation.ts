@@ -39,6 +39,7 @@ export class Rotation {
     // An open descriptor still reads it; look for the inode in the same
     // directory all the same (a rename within the patterns is no departure).
     // Without a descriptor, also where logrotate's olddir puts it.
+    const was = t.path;
     let found = await this.findMoved(t, path.dirname(t.path));
     if (!found && t.fh) found = await pathOfDescriptor(t);
     if (!found && !t.fh) for (const dir of await nearbyDirs(path.dirname(t.path))) if ((found = await this.findMoved(t, dir))) break;
@@ -51,7 +52,8 @@ export class Rotation {
       if (stillMatched) return;
     }
     if (found && !t.fh) await t.ensureOpen();
-    t.detach(this.o.clock.now());
+    // Where it was (a config that matches it no more): not renamed out of the patterns.
+    t.detach(this.o.clock.now(), found === was ? 'unmatched' : 'renamed');
     await this.statDetached(t);
   }
 

@@ -42,7 +42,8 @@ export class FileTailer implements TrackedFileRef {
   private carryStart: number;
   /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters at its end. */
   private skipping = false;
-  #detached = false;
+  /** How it left the matching paths: renamed (its path changed since), or matched no more where it is (a config change). */
+  #detached: false | 'renamed' | 'unmatched' = false;
   /** Detached and deleted (no link left): finished at its end, as Filebeat's close_removed. */
   #deleted = false;
   /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
@@ -84,13 +85,14 @@ export class FileTailer implements TrackedFileRef {
     return this.#path;
   }
 
-  /**
-   * The path no longer matches (renamed out of the patterns, moved to
-   * another directory, or deleted): read through the descriptor until it
-   * has been idle for idle_ms (deleted: until its end), then finished.
-   */
+  /** The path no longer matches (renamed away, deleted, or a new config): read through the descriptor until idle for idle_ms, then finished. */
   get detached(): boolean {
-    return this.#detached;
+    return this.#detached !== false;
+  }
+
+  /** Detached by a rename out of the patterns (not by a config that matches it no more): on_complete: delete may delete it. */
+  get renamedAway(): boolean {
+    return this.#detached === 'renamed';
   }
 
   /** Detached and its last link removed: nobody can reopen it, so it ends at its end. */
@@ -134,11 +136,12 @@ export class FileTailer implements TrackedFileRef {
 
   /** The file was found at another path (a rename). */
   moveTo(path: string): void {
+    if (this.#detached) this.#detached = 'renamed';
     this.#path = path;
   }
 
-  detach(now: number): void {
-    this.#detached = true;
+  detach(now: number, how: 'renamed' | 'unmatched'): void {
+    this.#detached = how;
     this.#endSeen = false;
     this.#goneSince = now;
   }

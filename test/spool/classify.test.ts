@@ -111,7 +111,7 @@ describe('classifying followed files no listed path was found for', () => {
     const w = await world();
     const files = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((n) => w.file(`${n}.ndjson`, `{"${n}":1}\n`)));
     const [away, detached, unlisted, seen, finished] = files.map(({ p, st }) => w.follow(p, st, 0));
-    detached!.detach(0);
+    detached!.detach(0, 'renamed');
     finished!.finish();
     void away;
     const found = classifyUnseen(w.tailers, new Set([seen!.key]), (p) => p === unlisted!.path);

@@ -2,12 +2,14 @@
 // committed, not modified for idle_ms, and superseded. A file idle for
 // idle_ms that got one more line, while a newer file appeared beside it,
 // was deleted by the scan that saw both, before that line was read: lost.
-import { appendFile, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manual-clock.js';
 import { setup } from './helpers.js';
+import { Router } from '../../src/spool/routes.js';
+import type { ReadLoop } from '../../src/spool/read-loop.js';
 
 const IDLE_MS = 1000;
 
@@ -136,6 +138,60 @@ describe('on_complete: delete, renamed out of the patterns', () => {
     await s.spooler.scan();
     expect(existsSync(rotated), 'deleted once all of it is committed').toBe(false);
     expect(finished).toEqual([['app.ndjson.1', true]]);
+  });
+});
+
+describe('on_complete: delete after a reload that no longer matches a file', () => {
+  it('keeps the file: it was neither renamed out of the patterns nor superseded, only the config changed', async () => {
+    const finished: Array<[string, boolean]> = [];
+    const { clock, s, commitAll } = await deleting({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) });
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"a":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    // SIGHUP with spool.dir changed: the new pipeline's routes match the file no more.
+    const elsewhere = path.join(path.dirname(s.spool), 'other-spool');
+    await mkdir(elsewhere);
+    const after = await s.respool(new Router(elsewhere, []));
+    const readRound = () => (after as unknown as { reader: ReadLoop }).reader.round(() => false);
+    await after.scan();
+    while (await readRound());
+    await appendFile(app, '{"a":2}\n');
+    await after.scan();
+    while (await readRound());
+    s.batcher.closeAll();
+    await commitAll();
+    for (let i = 0; i < 3; i++) {
+      clock.advance(3 * IDLE_MS);
+      await after.scan();
+      while (await readRound());
+    }
+    expect(existsSync(app), 'a file the config stopped matching is kept').toBe(true);
+    expect(finished.filter(([, deleted]) => deleted)).toEqual([]);
+  });
+});
+
+describe('on_complete: delete and a file left out of a scan where it is', () => {
+  it('keeps it: only a file renamed out of the patterns (its path changed) counts as renamed away', async () => {
+    const { clock, s, commitAll } = await deleting();
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"a":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    // The scan's listing leaves the file out while it stays at its path (as routes that match it no more would).
+    s.internals.listCandidates = async () => {
+      const listing = await s.realList();
+      return { ...listing, paths: listing.paths.filter((p) => p !== app) };
+    };
+    for (let i = 0; i < 3; i++) {
+      clock.advance(3 * IDLE_MS);
+      await s.spooler.scan();
+      await s.readAll();
+      await commitAll();
+    }
+    expect(existsSync(app), 'a file still at its path is not deleted').toBe(true);
   });
 });
 

@@ -45,7 +45,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
   });
   const router = new Router(spool, []);
   const realList = () => listFiles(router.walkRoots());
-  const spooler = new Spooler({
+  const base: SpoolerOptions = {
     router,
     store,
     batcher,
@@ -62,7 +62,8 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     // The scan's listing, replaceable to freeze it at a moment.
     listFiles: () => internals.listCandidates(),
     ...options,
-  });
+  };
+  const spooler = new Spooler(base);
   const internals = {
     listCandidates: realList,
     readRound: () => (spooler as unknown as { reader: ReadLoop }).reader.round(() => false),
@@ -71,7 +72,14 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     while (await internals.readRound());
     batcher.closeAll();
   };
-  return { spool, stateDir: path.join(dir, 'state'), store, spooler, batcher, internals, realList, readAll, closed };
+  /** A new spooler on the same state and batcher (`spooler` closed first), as a reload makes one: `router` the new config's routes. */
+  const respool = async (next: Router): Promise<Spooler> => {
+    await spooler.close();
+    const again = new Spooler({ ...base, router: next, listFiles: () => listFiles(next.walkRoots()) });
+    cleanups.push(() => again.close());
+    return again;
+  };
+  return { spool, stateDir: path.join(dir, 'state'), store, spooler, batcher, internals, realList, readAll, closed, respool };
 }
 
 /** `ev/app.ndjson` of `{"a":1}` and a partial `{"b":"partial"}`, scanned and read (`mtime`: when it was last written); its path. */

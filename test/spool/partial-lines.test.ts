@@ -94,7 +94,7 @@ describe('partial last lines', () => {
     expect(t.heldBytes).toBeLessThanOrEqual(CARRY_IN_MEMORY_BYTES);
     await t.closeFd(); // idle: the descriptor was given back
     await rm(f);
-    t.detach(0);
+    t.detach(0, 'renamed');
     await t.flushRemainder(r.batcher);
     expect(r.lines.map((l) => l.text)).toEqual(['{"a":1}', '{"partial":']);
   });
@@ -109,7 +109,7 @@ describe('partial last lines', () => {
     await drain(t, r.batcher);
     expect(t.heldBytes).toBe(0);
     await rm(f);
-    t.detach(0);
+    t.detach(0, 'renamed');
     await drain(t, r.batcher);
     await t.flushRemainder(r.batcher);
     expect(r.lines).toEqual([{ text: body, offset: 0 }]);
