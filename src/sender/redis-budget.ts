@@ -103,6 +103,17 @@ export function pauseKey(budgetKey: string): string {
   return `${budgetKey}:pause`;
 }
 
+// A key's value, or 'wrong type' for a key of another type (a hash, say):
+// no number, so broken like any other nonsense, where a GET's WRONGTYPE
+// error failed the script and looked like an unreachable Redis, and the key
+// was never repaired. SET and DEL replace a key of any type.
+const GET_LUA = `
+local function get(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' and v.err then return 'wrong type' end
+  return v
+end`;
+
 // KEYS[1] budget key; KEYS[2] its pause key (a 429's Retry-After, shared
 // by every agent of the budget); ARGV[1] spacing (µs); ARGV[2] key TTL (ms);
 // ARGV[3] first slot's delay when the key is new (µs); ARGV[4] 1 = repair a
@@ -114,10 +125,11 @@ export function pauseKey(budgetKey: string): string {
 // -2 when it was broken and reset. A pause read without that bound stalled a
 // fleet for as long as someone had set it (a day), silently.
 const RESERVE_LUA = `
+${GET_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local repaired = false
-local rawPause = redis.call('GET', KEYS[2])
+local rawPause = get(KEYS[2])
 local pause = 0
 if rawPause then
   pause = tonumber(rawPause)
@@ -129,7 +141,7 @@ if rawPause then
   end
 end
 local floor = math.max(now, pause)
-local raw = redis.call('GET', KEYS[1])
+local raw = get(KEYS[1])
 local nxt = now + tonumber(ARGV[3])
 if raw then
   local cur = tonumber(raw)
@@ -149,11 +161,12 @@ return slot - now
 // KEYS[1] pause key; ARGV[1] pause length (µs); ARGV[2] MAX_PAUSE_MS (µs),
 // its bound. The pause only ever moves later, and expires with itself.
 const PAUSE_LUA = `
+${GET_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local most = tonumber(ARGV[2])
 local want = now + math.min(tonumber(ARGV[1]), most)
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local cur = tonumber(get(KEYS[1]) or '0') or 0
 if cur > now + most then cur = 0 end
 if want > cur then
   redis.call('SET', KEYS[1], string.format('%d', want), 'PX', math.ceil((want - now) / 1000) + 1000)

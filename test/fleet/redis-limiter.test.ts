@@ -186,6 +186,24 @@ describe('shared request budget over Redis', () => {
     await waitFor(() => !p.limiter.usingFallback, 'the limiter to rejoin');
   });
 
+  it.each([
+    ['the budget key', (id: string) => budgetKey(id)],
+    ['the pause key', (id: string) => `${budgetKey(id)}:pause`],
+  ])('%s holding another Redis type (a hash) is broken the same way and repaired, not taken for an unreachable Redis', async (_what, keyOf) => {
+    const id = uniqueId('wrongtype');
+    const p = await limiter(id);
+    await drive(p.limiter, 2);
+    await redis.command('DEL', keyOf(id));
+    await redis.command('HSET', keyOf(id), 'a', 'b');
+    await drive(p.limiter, 2);
+    expect(p.logs.filter((l) => (l as { event?: string }).event === 'budget_broken')).toHaveLength(1);
+    expect(p.logs.filter((l) => (l as { event?: string }).event === 'budget_unreachable')).toEqual([]);
+    await waitFor(() => !p.limiter.usingFallback, 'the limiter to rejoin');
+    expect(await redis.command('TYPE', keyOf(id))).not.toBe('hash');
+    await drive(p.limiter, 2);
+    expect(p.limiter.usingFallback).toBe(false);
+  });
+
   it("a 429's pause is shared: another agent of the budget gets no slot before it ends; it is clamped to 900 s", async () => {
     const id = uniqueId('pause');
     const [a, b] = await Promise.all([limiter(id), limiter(id)]);
