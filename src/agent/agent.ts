@@ -108,6 +108,8 @@ export class Agent {
   private spooler!: Spooler;
   private pipeline!: Pipeline;
   private queue!: RetryQueue;
+  /** Segment files of the queue where damaged records were found (named by the ERROR queue_corrupt). */
+  private readonly damagedQueueFiles = new Set<string>();
   private replayer!: QueueReplayer;
   private admin: AdminServer | null = null;
   private control: ControlServer | null = null;
@@ -302,7 +304,7 @@ export class Agent {
     this.queue = await RetryQueue.open(
       path.join(c.state_dir, 'queue'),
       c.queue.max_bytes,
-      queueRecordSkipped(metrics, log, () => this.resender?.checkQueue()),
+      queueRecordSkipped(metrics, log, () => this.resender?.checkQueue(), this.damagedQueueFiles),
       { onCompacted: queueCompacted(log) },
     );
     this.parts.add('retry queue', this.queue);
@@ -352,6 +354,7 @@ export class Agent {
     return new Resender({
       store: this.store,
       queue: this.queue,
+      damagedQueueFiles: this.damagedQueueFiles,
       sink: this.pipeline,
       writes: this.acker,
       metrics: this.metrics,

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { StateFault } from '../state/acker.js';
 import type { LockEvent } from '../state/lock.js';
+import type { QueueCorruptHandler } from '../queue/segments.js';
 
 export function stateFaultGauge(metrics: Metrics): (faults: ReadonlySet<Exclude<StateFault, null>>) => void {
   return (faults) => {
@@ -55,16 +56,18 @@ export function deadLetterDropped(metrics: Metrics, log: Logger, maxBytes: numbe
 }
 
 /**
- * A corrupt queue record: counted, logged, and `readAgain` looks for its
- * lines in the spool. A torn tail (a crash during the write) is cut quietly
+ * A corrupt queue record: counted, logged (its segment file noted in
+ * `damagedFiles`, which the ERROR of its lost or re-read batch names), and
+ * `readAgain` looks for its lines in the spool. A torn tail (a crash during the write) is cut quietly
  * (docs/delivery.md "Integrity of state"): INFO, not counted; its lines are looked for the same way.
  */
-export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void): (what: string, torn?: boolean) => void {
-  return (what, torn = false) => {
-    if (torn) log.info({ event: 'queue_torn_tail', what }, 'retry queue: cut a record torn by a crash; its lines are read again from the spool when unchanged');
+export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () => void, damagedFiles: Set<string>): QueueCorruptHandler {
+  return (what, torn = false, file) => {
+    if (file && !torn) damagedFiles.add(file);
+    if (torn) log.info({ event: 'queue_torn_tail', what, file }, 'retry queue: cut a record torn by a crash; its lines are read again from the spool when unchanged');
     else {
       metrics.queueCorrupt.inc();
-      log.warn({ event: 'queue_record_skipped', what }, 'retry queue: skipped a corrupt record; its lines are read again from the spool when unchanged');
+      log.warn({ event: 'queue_record_skipped', what, file }, 'retry queue: skipped a corrupt record; its lines are read again from the spool when unchanged');
     }
     readAgain();
   };

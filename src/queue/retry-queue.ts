@@ -43,7 +43,7 @@ import type { LongLived } from '../util/lifecycle.js';
 import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
 import { RecordIndex } from './record-index.js';
-import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord } from './segments.js';
+import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord, type QueueCorruptHandler } from './segments.js';
 
 export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
 
@@ -78,13 +78,13 @@ export class RetryQueue implements LongLived {
   private constructor(
     private readonly dir: string,
     private readonly maxBytes: number,
-    private readonly onCorrupt: (what: string, torn?: boolean) => void,
+    private readonly onCorrupt: QueueCorruptHandler,
     private readonly segmentBytes: number,
     private readonly t: QueueOptions,
   ) {}
 
   /** Segments are an eighth of maxBytes, at most SEGMENT_BYTES; tests make them small to cycle them, and look at compaction's steps. */
-  static async open(dir: string, maxBytes: number, onCorrupt: (what: string, torn?: boolean) => void, t: QueueOptions = {}): Promise<RetryQueue> {
+  static async open(dir: string, maxBytes: number, onCorrupt: QueueCorruptHandler, t: QueueOptions = {}): Promise<RetryQueue> {
     const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes), t);
     await q.load();
     return q;
@@ -182,7 +182,7 @@ export class RetryQueue implements LongLived {
         // owner is told after the ack, so it finds the record gone and reads
         // its lines again from the spool.
         await this.ack({ seg: e.seg, off: e.off });
-        this.onCorrupt(`segment ${e.seg} offset ${e.off}`);
+        this.onCorrupt(`segment ${e.seg} offset ${e.off}`, false, this.segPath(e.seg));
         continue;
       }
       return rec;

@@ -9,6 +9,9 @@ import { fsyncDir } from '../util/fsx.js';
 import { ACKS_FILE, ackKey, decodeRecord, encodeAck, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 
 /** One record of the index. */
+/** A damaged record (or, `torn`, a tail cut by a crash) in the segment `file`; `what` says where. */
+export type QueueCorruptHandler = (what: string, torn?: boolean, file?: string) => void;
+
 export interface Entry {
   seg: number;
   off: number;
@@ -63,22 +66,23 @@ export async function writeAllAt(fh: FileHandle, bufs: Buffer[], off: number): P
  * read), mark the records `acked` names, report damaged records and cut torn
  * tails. `last`: the last segment and where its records end.
  */
-export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: (what: string, torn?: boolean) => void) {
+export async function indexSegments(dir: string, acked: ReadonlySet<string>, onCorrupt: QueueCorruptHandler) {
   const entries: Entry[] = [];
   const segBytes = new Map<number, number>();
   let last: { seg: number; end: number } | null = null;
   for (const seg of await listSegments(dir)) {
-    const fh = await fsp.open(segmentFile(dir, seg), 'r+');
+    const file = segmentFile(dir, seg);
+    const fh = await fsp.open(file, 'r+');
     try {
       const size = (await fh.stat()).size;
       const index = await indexSegment(fh, size);
       // A damaged record's lines are read again from the spool by the agent.
-      for (const [off, bytes] of index.damaged) onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`);
+      for (const [off, bytes] of index.damaged) onCorrupt(`damaged record in segment ${seg} at offset ${off} (${bytes} bytes)`, false, file);
       for (const { off, len } of index.records) {
         entries.push({ seg, off, len, acked: acked.has(ackKey({ seg, off })), leased: false });
       }
       if (index.end < size) {
-        onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`, true);
+        onCorrupt(`torn tail of segment ${seg} (${size - index.end} bytes)`, true, file);
         await fh.truncate(index.end);
         await fh.sync();
       }

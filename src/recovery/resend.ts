@@ -56,6 +56,8 @@ export class Resender implements LongLived {
       pathOf: (key: string) => string | undefined;
       /** A damaged queue record's batch is gone: its delivery history goes too. */
       sender: { forget(id: number): void };
+      /** The queue's segment files where damaged records were found (the ERROR names them). */
+      damagedQueueFiles: ReadonlySet<string>;
       onFatal: (err: unknown) => void;
     },
   ) {}
@@ -131,7 +133,14 @@ export class Resender implements LongLived {
       const ranges = q.ranges.map(({ crc: _crc, ...r }) => r);
       const now = await rangeCrcs(ranges, this.o.pathOf, metaOf);
       const intact = q.ranges.length > 0 && q.ranges.every((r, i) => r.crc !== null && now[i] === r.crc);
-      const where = { event: 'queue_corrupt', datasource: q.ds, batch: q.id, lines: q.lines, ranges: ranges.map((r) => [this.o.pathOf(r.file) ?? r.file, r.start, r.end]) };
+      const where = {
+        event: 'queue_corrupt',
+        files: [...this.o.damagedQueueFiles],
+        datasource: q.ds,
+        batch: q.id,
+        lines: q.lines,
+        ranges: ranges.map((r) => [this.o.pathOf(r.file) ?? r.file, r.start, r.end]),
+      };
       if (!intact) {
         store.completeQueued(q.id);
         this.o.sender.forget(q.id);

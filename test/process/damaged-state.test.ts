@@ -173,15 +173,17 @@ describe('a damaged queue record (process)', () => {
     if (where === 'body') data[off + 8 + len - 10] ^= 0xff;
     else data[off + 3] ^= 0x7f;
     writeFileSync(seg, data);
-    return { t, cfg, file };
+    return { t, cfg, file, seg };
   }
 
   it('its lines are read again from the spool when unchanged: ERROR queue_corrupt (recovered), nothing lost', async () => {
-    const { t, cfg } = await queueDuringOutage(500);
+    const { t, cfg, seg } = await queueDuringOutage(500);
     const p = spawnAgent(cfg.configFile);
     await p.started;
     await finish(p, t, 500);
-    expect(events(p, 'queue_corrupt')).toEqual([expect.objectContaining({ recovered: true, datasource: 'ev', level: 50, lines: 50 })]);
+    // The ERROR names the damaged state file, the Data Source and the spool ranges (SPEC section 3).
+    expect(events(p, 'queue_corrupt')).toEqual([expect.objectContaining({ recovered: true, files: [seg], datasource: 'ev', level: 50, lines: 50 })]);
+    expect(events(p, 'queue_record_skipped')).toEqual([expect.objectContaining({ file: seg })]);
   });
 
   it('a damaged length field is not taken for a torn tail: the records after it are still sent from the queue', async () => {
@@ -193,7 +195,7 @@ describe('a damaged queue record (process)', () => {
   });
 
   it('when those lines changed in the spool meanwhile: counted in spoolship_lines_lost_total{reason="queue_corrupt"}, ERROR, never silent', async () => {
-    const { t, cfg, file } = await queueDuringOutage(500);
+    const { t, cfg, file, seg } = await queueDuringOutage(500);
     // The spool file rewritten in place with other bytes of the same length.
     writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"pad":"x', '"pad":"y'));
     const p = spawnAgent(cfg.configFile);
@@ -203,7 +205,7 @@ describe('a damaged queue record (process)', () => {
       throw new Error(`${e.message}: ${JSON.stringify(p.logs.slice(-12).map((l) => [l.event ?? '', l.msg, l.err ?? '']))} ${p.rawErr.join(' ').slice(0, 500)}`);
     });
     const lost = (await waitFor(async () => (await metric(admin, 'spoolship_lines_lost_total', 'reason="queue_corrupt"')) || null, 'lines counted as lost'))!;
-    expect(events(p, 'queue_corrupt')[0]).toMatchObject({ recovered: false, datasource: 'ev', level: 50, lines: lost });
+    expect(events(p, 'queue_corrupt')[0]).toMatchObject({ recovered: false, files: [seg], datasource: 'ev', level: 50, lines: lost });
     // Every other queued line arrives as it was queued ("pad":"x...); the rewritten file is a new file to the agent ("pad":"y...).
     const sentAsQueued = () => new Set(readFileSync(path.join(t.dataDir, 'ev.ndjson'), 'utf8').split('\n').filter((l) => l.includes('"pad":"x'))).size;
     await waitFor(() => sentAsQueued() === 500 - lost, 'every other queued line');
