@@ -174,6 +174,21 @@ export class StateCorruptError extends SpoolshipError {
   }
 }
 
+/** A state file (a journal, a queue record) in a format version newer than this release reads: going back needs a fresh state_dir. */
+export class StateTooNewError extends SpoolshipError {
+  constructor(
+    readonly file: string,
+    readonly version: unknown,
+    readonly reads: number,
+  ) {
+    super(
+      'SPOOLSHIP_ERR_STATE_TOO_NEW',
+      `${file} has format version ${JSON.stringify(version)}, written by a newer spoolship; this release reads version ${reads}: run the newer release, or move the state_dir away to start over (every spool file is then read again from its start: duplicates, never a gap)`,
+      EXIT_FAILURE,
+    );
+  }
+}
+
 /** The retry queue's compaction marker cannot be read: which queued records are copies is unknown, so nothing starts (queue/compact.ts). */
 export class QueueMarkerCorruptError extends SpoolshipError {
   constructor(

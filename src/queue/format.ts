@@ -19,6 +19,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from '../util/crc32.js';
 import { FRAME_HEADER_BYTES, frame, unframeAll } from '../util/framing.js';
+import { StateTooNewError } from '../errors.js';
 
 /** A segment is closed and a new one started past this size. */
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
@@ -26,7 +27,17 @@ export const ACKS_FILE = 'acks.log';
 /** Bytes before a record's header JSON: the frame header and the header length. */
 export const RECORD_PREFIX_BYTES = FRAME_HEADER_BYTES + 4;
 
+/**
+ * The records' format version, in each record's header (`v`); a record
+ * without one was written before it existed, in the same format. A newer
+ * one stops the start (StateTooNewError), where reading it as this
+ * version could misread it.
+ */
+export const QUEUE_VERSION = 1;
+
 export interface QueuedHeader {
+  /** The record's format version (QUEUE_VERSION; absent in older records). */
+  v?: number;
   /** The batch id of the journal (its ranges are already committed). */
   id: number;
   ds: string;
@@ -76,7 +87,7 @@ export async function listSegments(dir: string): Promise<number[]> {
  * with the body after it, so the body is never copied into one buffer.
  */
 export function encodeRecordPrefix(header: QueuedHeader, body: Buffer): Buffer {
-  const head = Buffer.from(JSON.stringify(header));
+  const head = Buffer.from(JSON.stringify({ v: QUEUE_VERSION, ...header }));
   const prefix = Buffer.allocUnsafe(RECORD_PREFIX_BYTES + head.length);
   prefix.writeUInt32LE(4 + head.length + body.length, 0);
   prefix.writeUInt32LE(head.length, FRAME_HEADER_BYTES);
@@ -85,8 +96,15 @@ export function encodeRecordPrefix(header: QueuedHeader, body: Buffer): Buffer {
   return prefix;
 }
 
+/** A header this release can read (its version left out: every reader sees one shape), else StateTooNewError naming `file`. */
+function versionChecked(header: QueuedHeader, file: string): QueuedHeader {
+  const { v, ...rest } = header;
+  if (v !== undefined && v !== QUEUE_VERSION) throw new StateTooNewError(file, v, QUEUE_VERSION);
+  return rest;
+}
+
 /** A whole record read back, CRC-checked; null when it is damaged. The body is a view into `record`. */
-export function decodeRecord(record: Buffer): { header: QueuedHeader; body: Buffer } | null {
+export function decodeRecord(record: Buffer, file: string): { header: QueuedHeader; body: Buffer } | null {
   if (record.length < RECORD_PREFIX_BYTES) return null;
   const len = record.readUInt32LE(0);
   if (FRAME_HEADER_BYTES + len > record.length || len < 4) return null;
@@ -94,12 +112,13 @@ export function decodeRecord(record: Buffer): { header: QueuedHeader; body: Buff
   if (crc32(payload) !== record.readUInt32LE(4)) return null;
   const headLen = payload.readUInt32LE(0);
   if (4 + headLen > len) return null;
+  let header: QueuedHeader;
   try {
-    const header = JSON.parse(payload.subarray(4, 4 + headLen).toString('utf8')) as QueuedHeader;
-    return { header, body: payload.subarray(4 + headLen) };
+    header = JSON.parse(payload.subarray(4, 4 + headLen).toString('utf8')) as QueuedHeader;
   } catch {
     return null;
   }
+  return { header: versionChecked(header, file), body: payload.subarray(4 + headLen) };
 }
 
 /**
@@ -107,7 +126,7 @@ export function decodeRecord(record: Buffer): { header: QueuedHeader; body: Buff
  * body (the CRC is not checked: that needs the body); null when it cannot be
  * read or is not a header.
  */
-export async function readRecordHeader(fh: FileHandle, off: number, len: number): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
+export async function readRecordHeader(fh: FileHandle, off: number, len: number, file: string): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
   const head = Buffer.allocUnsafe(RECORD_PREFIX_BYTES);
   const { bytesRead } = await fh.read(head, 0, head.length, off);
   if (bytesRead !== head.length) return null;
@@ -115,12 +134,13 @@ export async function readRecordHeader(fh: FileHandle, off: number, len: number)
   if (RECORD_PREFIX_BYTES + headLen > len) return null;
   const json = Buffer.allocUnsafe(headLen);
   await fh.read(json, 0, headLen, off + RECORD_PREFIX_BYTES);
+  let header: QueuedHeader;
   try {
-    const header = JSON.parse(json.toString('utf8')) as QueuedHeader;
-    return typeof header.id === 'number' ? { header, bodyBytes: len - RECORD_PREFIX_BYTES - headLen } : null;
+    header = JSON.parse(json.toString('utf8')) as QueuedHeader;
   } catch {
     return null;
   }
+  return typeof header.id === 'number' ? { header: versionChecked(header, file), bodyBytes: len - RECORD_PREFIX_BYTES - headLen } : null;
 }
 
 export interface SegmentIndex {

@@ -6,9 +6,16 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { fsyncDir } from '../util/fsx.js';
+import { StateTooNewError } from '../errors.js';
 import { ACKS_FILE, ackKey, decodeRecord, encodeAck, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 
 /** One record of the index. */
+/** A record that cannot be read is null (damaged: the caller skips it); one in a newer format stops the start. */
+function orNull(err: unknown): null {
+  if (err instanceof StateTooNewError) throw err;
+  return null;
+}
+
 /** A damaged record (or, `torn`, a tail cut by a crash) in the segment `file`; `what` says where. */
 export type QueueCorruptHandler = (what: string, torn?: boolean, file?: string) => void;
 
@@ -28,7 +35,7 @@ export async function readHeaderAt(file: string, e: Entry): Promise<{ header: Qu
   const fh = await fsp.open(file, 'r').catch(() => null);
   if (!fh) return null;
   try {
-    return await readRecordHeader(fh, e.off, e.len).catch(() => null);
+    return await readRecordHeader(fh, e.off, e.len, file).catch(orNull);
   } finally {
     await fh.close();
   }
@@ -41,9 +48,9 @@ export async function readRecordAt(file: string, e: Entry): Promise<{ header: Qu
     const buf = Buffer.allocUnsafe(e.len);
     const { bytesRead } = await fh.read(buf, 0, e.len, e.off);
     if (bytesRead !== e.len) return null;
-    return decodeRecord(buf);
-  } catch {
-    return null;
+    return decodeRecord(buf, file);
+  } catch (err) {
+    return orNull(err);
   } finally {
     await fh.close();
   }

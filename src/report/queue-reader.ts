@@ -61,7 +61,7 @@ export async function readQueueRecords(queueDir: string, headers = true): Promis
       const { records } = await indexSegment(fh, (await fh.stat()).size);
       for (const { off, len } of records) {
         if (acked.has(ackKey({ seg, off }))) continue;
-        const rec = headers || cut ? await readRecordHeader(fh, off, len) : null;
+        const rec = headers || cut ? await readRecordHeader(fh, off, len, segmentFile(queueDir, seg)) : null;
         if (isLeftCopy(cut, { seg, off }, rec?.header.id)) continue;
         out.push({ seg, off, len, bodyBytes: rec?.bodyBytes ?? 0, header: rec?.header ?? null });
       }

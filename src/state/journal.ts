@@ -15,6 +15,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { frame, unframeAll } from '../util/framing.js';
+import { StateTooNewError } from '../errors.js';
 
 export interface RangeRecord {
   file: string;
@@ -44,7 +45,16 @@ export interface FileMeta {
   ds: string;
 }
 
+/**
+ * The journal's format version. Every journal file written since it existed
+ * starts with `{"t":"v","v":1}`; a file without one was written before, in
+ * the same format. A newer version stops the start (StateTooNewError).
+ */
+export const JOURNAL_VERSION = 1;
+
 export type JournalRecord =
+  /** The file's format version: its first record, not replayed. */
+  | { t: 'v'; v: number }
   /** A file followed (`from`: where its reading began when above 0, `start_at: end`; absent on a rename's update). */
   | ({ t: 'f'; from?: number } & FileMeta)
   | { t: 'i'; id: number; ds: string; ranges: IntentRange[]; at: number; lines?: number; resend?: boolean }
@@ -106,7 +116,11 @@ export async function readJournal(file: string, repair = true): Promise<JournalR
   const { payloads, validBytes, tornTail, corrupt } = unframeAll(data, looksLikeRecord);
   if (tornTail && repair) await fsp.truncate(file, validBytes);
   const records: JournalRecord[] = [];
-  for (const p of payloads) records.push(JSON.parse(p.toString('utf8')) as JournalRecord);
+  for (const p of payloads) {
+    const r = JSON.parse(p.toString('utf8')) as JournalRecord;
+    if (r.t !== 'v') records.push(r);
+    else if (r.v !== JOURNAL_VERSION) throw new StateTooNewError(file, r.v, JOURNAL_VERSION);
+  }
   return { records, tornTail, corrupt };
 }
 
@@ -148,6 +162,8 @@ export class JournalWriter {
     this.fh = await fsp.open(this.file, 'a');
     this.bytes = (await this.fh.stat()).size;
     this.fileBytes = this.bytes;
+    // A new file says its format first (written with the first records).
+    if (this.bytes === 0) this.append({ t: 'v', v: JOURNAL_VERSION });
   }
 
   /** Buffer a record; it reaches disk within GROUP_COMMIT_MS. */
