@@ -9,7 +9,6 @@ import { fsyncDir } from '../util/fsx.js';
 import { StateTooNewError } from '../errors.js';
 import { ACKS_FILE, ackKey, decodeRecord, encodeAck, indexSegment, listSegments, readRecordHeader, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
 
-/** One record of the index. */
 /** A record that cannot be read is null (damaged: the caller skips it); one in a newer format stops the start. */
 function orNull(err: unknown): null {
   if (err instanceof StateTooNewError) throw err;
@@ -19,6 +18,7 @@ function orNull(err: unknown): null {
 /** A damaged record (or, `torn`, a tail cut by a crash) in the segment `file`; `what` says where. */
 export type QueueCorruptHandler = (what: string, torn?: boolean, file?: string) => void;
 
+/** One record of the index. */
 export interface Entry {
   seg: number;
   off: number;
