@@ -23,7 +23,8 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; linger: ReaderId
       metrics.truncations.inc();
       log.warn({ event: 'file_truncated', datasource: ds, file }, 'file truncated (copytruncate): reading again from offset 0');
     },
-    onFinished: (ds, file, deleted) => log.info({ event: 'file_finished', datasource: ds, file, deleted }, deleted ? 'file fully shipped and deleted' : 'rotated file fully read'),
+    onFinished: (ds, file, deleted, gone) =>
+      log.info({ event: 'file_finished', datasource: ds, file, deleted, gone }, deleted ? 'file fully shipped and deleted' : gone ? 'deleted file fully read' : 'rotated file fully read'),
     onIdle: () => linger.readerIdle(),
     onLayout: (layout) => {
       for (const ds of layout.dataSourceDirs) metrics.knowDataSource(ds);

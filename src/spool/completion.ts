@@ -35,7 +35,7 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
         await t.closeFd();
         t.markDeleted();
         t.finish();
-        o.events.onFinished(t.ds, t.path, true);
+        o.events.onFinished(t.ds, t.path, true, true);
       }
     }
     const forgettable = t.deleted || now - (t.goneSince ?? Number.NEGATIVE_INFINITY) >= o.forgetAfterMs;

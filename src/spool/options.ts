@@ -13,7 +13,8 @@ import type { listFiles } from './walk.js';
 export interface SpoolerEvents {
   onDiscovered(ds: string, file: string): void;
   onTruncated(ds: string, file: string): void;
-  onFinished(ds: string, file: string, deleted: boolean): void;
+  /** `deleted`: by on_complete: delete; `gone`: no name left when finished (deleted by the agent or by someone else). */
+  onFinished(ds: string, file: string, deleted: boolean, gone: boolean): void;
   /** A read round found nothing to read: every file is read to its known end. */
   onIdle?(): void;
   /** What each scan found of the spool's layout (a missing spool.dir, skipped directories). */

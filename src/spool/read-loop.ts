@@ -154,7 +154,7 @@ export class ReadLoop {
     t.finish();
     await t.closeFd();
     // With on_complete: delete, a file still there is finished once deleted (completion.ts says so then).
-    if (t.deleted || this.o.onComplete === 'keep') this.o.events.onFinished(t.ds, t.path, false);
+    if (t.deleted || this.o.onComplete === 'keep') this.o.events.onFinished(t.ds, t.path, false, t.deleted);
   }
 
   private async atEnd(t: FileTailer): Promise<void> {

@@ -217,7 +217,8 @@ describe('copytruncate with a rewrite longer than what was read', () => {
 describe('a deleted file ending in a partial line (SPEC section 3: the remainder is sent as one whole line)', () => {
   it('keeps its descriptor while idle, so the deletion is seen and the remainder sent at once, not after forget_after_ms', async () => {
     const clock = new ManualClock();
-    const s = await setup({}, { clock, idleMs: IDLE_MS, forgetAfterMs: 600_000 });
+    const finished: Array<[string, boolean, boolean]> = [];
+    const s = await setup({ onFinished: (_ds, p, deleted, gone) => finished.push([path.basename(p), deleted, gone]) }, { clock, idleMs: IDLE_MS, forgetAfterMs: 600_000 });
     const app = path.join(s.spool, 'ev', 'app.ndjson');
     await writeFile(app, '{"a":1}\n{"b":2}');
     await s.spooler.scan();
@@ -228,5 +229,7 @@ describe('a deleted file ending in a partial line (SPEC section 3: the remainder
     await s.spooler.scan();
     await s.readAll();
     expect(s.closed.map((x) => x.body.toString()).join('')).toBe('{"a":1}\n{"b":2}\n');
+    // Deleted by someone else: not by the agent (deleted), but gone (file_finished says which).
+    expect(finished).toEqual([['app.ndjson', false, true]]);
   });
 });
