@@ -5,9 +5,7 @@
 // PROBE_BUDGET requests spent, make the refusal the request's own (the Data
 // Source name, the token's scope): the sender parks the Data Source instead
 // of dead-lettering good lines. Pieces from quarters with no rejected line yet
-// go first, so a request-level problem shows in O(log n) requests. A batch
-// too small for three quarters (a trickle) counts with the batches of its
-// Data Source refused whole before it (ds-refusals.ts).
+// go first, so a request-level problem shows in O(log n) requests.
 //
 // The episode is logged once at its start and once at its end, with totals
 // (the requests in between log nothing).
@@ -66,11 +64,6 @@ export function rejectLine(ctx: DeliveryCtx, part: Part, raw: Buffer): 'request_
   ctx.rejectedQuarters.add(quarterOf(ctx.root, part.lineStart));
   ctx.pendingRejects.push({ part, raw });
   return !ctx.accepted && ctx.rejectedQuarters.size >= REQUEST_LEVEL_QUARTERS ? 'request_level' : null;
-}
-
-/** Every line of the batch was refused with a 400 one by one, and none accepted (an operator's release proves nothing). */
-export function allRefused(ctx: DeliveryCtx): boolean {
-  return !ctx.accepted && !ctx.released && ctx.pendingRejects.length === ctx.root.lines;
 }
 
 /** The lines isolated so far, in batch order, to be written to the dead-letter store together. */

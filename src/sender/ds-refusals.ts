@@ -6,13 +6,11 @@
 // | 403, the token accepted for another Data Source within TOKEN_PROOF_WINDOW_MS (and not refused there since) | park this Data Source alone: datasource_rejected |
 // | 403, nothing proves the token                        | the budget parks (the sender: token_rejected) |
 // | 400 for single lines of several quarters, nothing accepted | park this Data Source: bad_request (the sender) |
-// | 400 for every line of batches in a row, REQUEST_LEVEL_QUARTERS lines in all, nothing of the Data Source accepted since | the same (a trickle's batches are too small to have quarters) |
 // | a batch of a parked Data Source is acknowledged      | unpark it (the sender)                  |
 // | an operator moved its batches away, none waiting     | unpark it; with one waiting, it probes now |
 import type { Clock } from '../util/clock.js';
 import type { Notifier } from './notifier.js';
 import { Park } from './park.js';
-import { REQUEST_LEVEL_QUARTERS } from './bisection.js';
 
 /** Why one Data Source (not the whole budget) is parked. */
 export type DsParkReason = 'bad_request' | 'datasource_rejected';
@@ -24,7 +22,7 @@ export type DsParkReason = 'bad_request' | 'datasource_rejected';
 export const TOKEN_PROOF_WINDOW_MS = 10 * 60 * 1000;
 
 const WHY: Record<DsParkReason, string> = {
-  bad_request: 'HTTP 400 for single lines of several parts of a batch, or for every line of several batches in a row, nothing accepted',
+  bad_request: 'HTTP 400 for single lines of several parts of a batch, nothing accepted',
   datasource_rejected: 'HTTP 403 for this Data Source while the same token is accepted for others (it does not exist, and the token may not create it)',
 };
 
@@ -32,8 +30,6 @@ export class DataSourceRefusals {
   private readonly parks = new Map<string, Park<DsParkReason>>();
   /** Per Data Source: when the token was last accepted for it, and last refused (403). */
   private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
-  /** Per Data Source: batches (id -> lines) refused line by line since its last 2xx, the latest REQUEST_LEVEL_QUARTERS. */
-  private readonly refusedInARow = new Map<string, Map<number, number>>();
 
   constructor(
     private readonly clock: Clock,
@@ -74,29 +70,9 @@ export class DataSourceRefusals {
     return elsewhere ? 'datasource' : 'budget';
   }
 
-  /** A 2xx for `ds`: the token works there, and its name too. */
+  /** A 2xx for `ds`: the token works there. */
   accepted(ds: string): void {
     this.noteToken(ds, true);
-    this.refusedInARow.delete(ds);
-  }
-
-  /**
-   * Every line of batch `id` of `ds` was refused with a 400 (`lines` of them),
-   * nothing of it accepted: true when such batches since the Data Source's
-   * last 2xx (this one included, counted once however often it is probed)
-   * hold REQUEST_LEVEL_QUARTERS lines. A trickle's batches of one or two lines
-   * can never show three quarters of their own; batches in a row stand in
-   * for them (bisection.ts).
-   */
-  wholeBatchRefused(ds: string, id: number, lines: number): boolean {
-    const row = this.refusedInARow.get(ds) ?? new Map<number, number>();
-    row.delete(id);
-    row.set(id, lines);
-    for (const old of row.keys()) if (row.size > REQUEST_LEVEL_QUARTERS) row.delete(old);
-    this.refusedInARow.set(ds, row);
-    let n = 0;
-    for (const l of row.values()) n += l;
-    return row.size > 1 && n >= REQUEST_LEVEL_QUARTERS;
   }
 
   /** Was the token accepted for another Data Source lately, and not refused there since? */

@@ -24,11 +24,12 @@ import { reportAck } from './ack-report.js';
 import { LearnedLimit } from './learned-limit.js';
 import { DataSourceRefusals, type DsParkReason } from './ds-refusals.js';
 import { Deliveries, newCtx } from './deliveries.js';
-import { PROBE_BUDGET, allRefused, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode, takeRejects } from './bisection.js';
+import { PROBE_BUDGET, endEpisode, nextPart, rawOf, rejectLine, split, startEpisode, takeRejects } from './bisection.js';
 import { SplitEpisode } from './split-episode.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions, SplitEvent } from './types.js';
+
 export { PROBE_BUDGET } from './bisection.js';
 export { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD } from './in-flight.js';
 export type { BudgetParkReason, DsParkReason };
@@ -248,7 +249,6 @@ export class Sender implements LongLived, SizeCaps {
       const r = await this.handle(part, v, ctx, work);
       if (r) return r;
     }
-    if (allRefused(ctx) && this.refusals.wholeBatchRefused(root.ds, root.id, root.lines)) return 'request_level';
     const rejected = takeRejects(ctx);
     await this.deadLetter(ctx, rejected, 'rejected', 400);
     // Released by an operator: these left the batch for the dead-letter store too (as rejected).
