@@ -26,8 +26,18 @@ export function redactUrlPassword(url: string): string {
   });
 }
 
+/** Names are tested as a URL parser reads them (`%70assword` is `password`). */
 function redactQuery(query: string): string {
-  return query.replace(/(^|[&;])([^&;=#]*)=([^&;#]*)/g, (all, sep: string, name: string) => (SECRET_PARAM.test(name) ? `${sep}${name}=${REDACTED}` : all));
+  return query.replace(/(^|[&;])([^&;=#]*)=([^&;#]*)/g, (all, sep: string, name: string) => (SECRET_PARAM.test(decodedName(name)) ? `${sep}${name}=${REDACTED}` : all));
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' '));
+  } catch {
+    // Not valid percent-encoding: a secret-looking name hidden in it is still caught undecoded.
+    return name;
+  }
 }
 
 /** A copy of `config` fit to print; null secrets stay null. */

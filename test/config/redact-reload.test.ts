@@ -22,6 +22,9 @@ describe('redactUrlPassword', () => {
     expect(redactUrlPassword('rediss://u:pw@h:6380/0?password=p@ss&tls=1')).toBe('rediss://u:***@h:6380/0?password=***&tls=1');
     expect(redactUrlPassword('http://proxy:3128/?token=abcdef')).toBe('http://proxy:3128/?token=***');
     expect(redactUrlPassword('redis://h/0?db=1')).toBe('redis://h/0?db=1');
+    // ioredis decodes the name as a URL parser does.
+    expect(redactUrlPassword('redis://127.0.0.1:6390/0?%70assword=hunter2secret')).toBe('redis://127.0.0.1:6390/0?%70assword=***');
+    expect(redactUrlPassword('redis://h/0?%E0%A4%A=x&password=y')).toBe('redis://h/0?%E0%A4%A=x&password=***');
   });
 });
 
