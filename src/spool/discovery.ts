@@ -15,7 +15,7 @@ import { fileKey, fingerprintOf, sameContentStart } from './identity.js';
 import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
 import type { DiscoveryOptions } from './options.js';
-import type { Rotation } from './rotation.js';
+import { atPath, type Rotation } from './rotation.js';
 import { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 import { listFiles } from './walk.js';
@@ -172,8 +172,8 @@ export class Discovery {
       await t.closeFd();
       return;
     }
-    // Renamed out of the patterns, or a config that matches it no more: which, the state cannot tell, so never deleted.
-    t.detach(this.o.clock.now(), 'unmatched');
+    // Renamed out of the patterns (journaled so, or found elsewhere at start), or a config that matches it no more (kept).
+    t.detach(this.o.clock.now(), m.away || this.o.store.renamedWhileDown(m.key) ? 'renamed' : 'unmatched');
     this.tailers.add(t);
   }
 
@@ -199,7 +199,7 @@ export class Discovery {
     const t = new FileTailer(m.key, m.ds, f.p, f.resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
     t.sawStat(f.st, true, f.head?.mtimeMs ?? f.st.mtimeMs);
     this.tailers.add(t);
-    if (m.path !== f.p) this.o.store.updateFile({ ...m, path: f.p });
+    if (m.path !== f.p || m.away) this.o.store.updateFile(atPath(m, f.p, false));
     return m.key;
   }
 

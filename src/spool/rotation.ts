@@ -18,6 +18,7 @@ import { openRegular } from './open.js';
 import type { RotationOptions } from './options.js';
 import type { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
+import type { FileMeta } from '../state/journal.js';
 import { findByInode, nearbyDirs } from './walk.js';
 
 export class Rotation {
@@ -31,7 +32,10 @@ export class Rotation {
   moved(t: FileTailer, to: string): void {
     t.moveTo(to);
     const meta = this.o.store.metaOf(t.key);
-    if (meta) this.o.store.updateFile({ ...meta, path: to });
+    // Renamed out of the patterns, journaled so: a restart may delete it too
+    // (on_complete: delete). Never so for a file the config stopped matching first.
+    const away = t.detached ? t.renamedAway : this.o.router.route(to) !== t.ds;
+    if (meta) this.o.store.updateFile(atPath(meta, to, away));
   }
 
   /** A scan no longer found the file at any matching path: renamed out of the patterns, or deleted. */
@@ -143,4 +147,10 @@ async function pathOfDescriptor(t: FileTailer): Promise<string | null> {
   if (!p || !path.isAbsolute(p)) return null;
   const st = await fsp.stat(p).catch(() => null);
   return st?.isFile() && st.dev === t.dev && st.ino === t.ino ? p : null;
+}
+
+/** `meta` at `path`, marked `away` when it was renamed out of the patterns (journal.ts FileMeta). */
+export function atPath(meta: FileMeta, to: string, away: boolean): FileMeta {
+  const { away: _was, ...rest } = meta;
+  return away ? { ...rest, path: to, away: true } : { ...rest, path: to };
 }

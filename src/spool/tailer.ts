@@ -136,7 +136,6 @@ export class FileTailer implements TrackedFileRef {
 
   /** The file was found at another path (a rename). */
   moveTo(path: string): void {
-    if (this.#detached) this.#detached = 'renamed';
     this.#path = path;
   }
 

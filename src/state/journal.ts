@@ -43,6 +43,8 @@ export interface FileMeta {
   fpLen: number;
   path: string;
   ds: string;
+  /** `path` is where it was renamed to, out of the patterns (on_complete: delete may delete it, after a restart too). */
+  away?: true;
 }
 
 /**

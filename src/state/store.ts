@@ -81,6 +81,8 @@ export class StateStore implements LongLived, BatchIds {
   recovery!: Recovery;
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
   private readonly seen = new Map<string, SeenStat>();
+  /** Files found at start at another path than the state recorded (renamed while the agent was down). */
+  private readonly movedWhileDown = new Set<string>();
   private seenNow: SeenNow | null = null;
   /** ReplayedState.unknownFilesFromStart, kept in each checkpoint until a scan has ended. */
   private unknownFromStart = false;
@@ -106,6 +108,11 @@ export class StateStore implements LongLived, BatchIds {
     // bytes before it, which `start_at: end` skipped.
     this.journal.append({ t: 'f', ...meta, ...(committed > 0 ? { from: committed } : {}) });
     return fp;
+  }
+
+  /** Found at start at another path than the state recorded. */
+  renamedWhileDown(key: string): boolean {
+    return this.movedWhileDown.has(key);
   }
 
   updateFile(meta: FileMeta): void {
@@ -386,7 +393,9 @@ export class StateStore implements LongLived, BatchIds {
       const f = found.get(fp.meta.key);
       if (!f) continue;
       this.seen.set(fp.meta.key, [f.size, f.mtimeMs, f.ctimeMs]);
-      if (f.path !== fp.meta.path) fp.meta = { ...fp.meta, path: f.path };
+      if (f.path === fp.meta.path) continue;
+      fp.meta = { ...fp.meta, path: f.path };
+      this.movedWhileDown.add(fp.meta.key);
     }
   }
 }

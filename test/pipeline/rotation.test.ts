@@ -256,6 +256,31 @@ describe('rotation and file handling', () => {
     expect(await readdir(d)).toEqual(['new.ndjson']);
   });
 
+  it('on_complete: delete, across a restart: a file renamed out of the patterns while the agent was down, or renamed before its stop, is deleted once shipped and idle', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const d = path.join(dir, 'spool', 'ev');
+    const app = path.join(d, 'app.ndjson');
+    await writeLines(app, jsonLines('a', 0, 50));
+    await writeLines(path.join(d, 'web.ndjson'), jsonLines('w', 0, 50));
+    // Long idle_ms: nothing is deleted before the stop.
+    const first = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 600_000 } }));
+    await waitForRows(emu, dir, 'ev', [...jsonLines('a', 0, 50), ...jsonLines('w', 0, 50)], 'the first rows');
+    // Renamed while the agent runs (journaled as renamed away), then the stop.
+    await rename(path.join(d, 'web.ndjson'), path.join(d, 'web.ndjson.1'));
+    await waitFor(async () => (await readFile(path.join(dir, 'state', 'checkpoint.json'), 'utf8').catch(() => '')).includes('web.ndjson.1') || (await journalsMention(dir, 'web.ndjson.1')), 'the rename journaled');
+    await first.stop();
+    // Renamed while the agent is down, and a new file at the name.
+    await rename(app, path.join(d, 'app.ndjson.1'));
+    await writeLines(app, jsonLines('b', 0, 50));
+    const second = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 100 } }));
+    await waitFor(async () => !(await readdir(d)).some((n) => n.endsWith('.1')), 'both renamed files deleted');
+    await waitForRows(emu, dir, 'ev', [...jsonLines('a', 0, 50), ...jsonLines('w', 0, 50), ...jsonLines('b', 0, 50)], 'every row');
+    await second.stop();
+    expect(await readdir(d)).toEqual(['app.ndjson']);
+    expectExactlyOnce(rows(emu, dir, 'ev'), [...jsonLines('a', 0, 50), ...jsonLines('w', 0, 50), ...jsonLines('b', 0, 50)]);
+  });
+
   it('validate: json sends non-object lines to dead letters as invalid_json', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
@@ -274,3 +299,10 @@ describe('rotation and file handling', () => {
     expect(dl[2].offset).toBe('{"ok":1}\n[1,2]\nnot json\n'.length);
   });
 });
+
+/** Whether any journal of the state names `text`. */
+async function journalsMention(dir: string, text: string): Promise<boolean> {
+  const stateDir = path.join(dir, 'state');
+  for (const n of await readdir(stateDir)) if (n.startsWith('journal-') && (await readFile(path.join(stateDir, n))).includes(text)) return true;
+  return false;
+}

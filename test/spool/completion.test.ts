@@ -172,6 +172,34 @@ describe('on_complete: delete after a reload that no longer matches a file', () 
   });
 });
 
+describe('on_complete: delete after a reload, then a rename', () => {
+  it('keeps a file the config stopped matching even once it is renamed (logrotate goes on): it never was renamed out of the patterns', async () => {
+    const { clock, s, commitAll } = await deleting();
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    await writeFile(app, '{"a":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    const elsewhere = path.join(path.dirname(s.spool), 'other-spool');
+    await mkdir(elsewhere);
+    const after = await s.respool(new Router(elsewhere, []));
+    const readRound = () => (after as unknown as { reader: ReadLoop }).reader.round(() => false);
+    await after.scan();
+    while (await readRound());
+    // Renamed while the new pipeline still holds it open.
+    await rename(app, `${app}.1`);
+    for (let i = 0; i < 3; i++) {
+      await after.scan();
+      while (await readRound());
+      s.batcher.closeAll();
+      await commitAll();
+      clock.advance(3 * IDLE_MS);
+    }
+    await after.scan();
+    expect(existsSync(`${app}.1`), 'kept once renamed').toBe(true);
+  });
+});
+
 describe('on_complete: delete and a file left out of a scan where it is', () => {
   it('keeps it: only a file renamed out of the patterns (its path changed) counts as renamed away', async () => {
     const { clock, s, commitAll } = await deleting();
