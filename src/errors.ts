@@ -183,7 +183,7 @@ export class StateTooNewError extends SpoolshipError {
   ) {
     super(
       'SPOOLSHIP_ERR_STATE_TOO_NEW',
-      `${file} has format version ${JSON.stringify(version)}, written by a newer spoolship; this release reads version ${reads}: run the newer release, or move the state_dir away to start over (every spool file is then read again from its start: duplicates, never a gap)`,
+      `${file} has format version ${JSON.stringify(version)}, which this release cannot read (it reads version ${reads}; a newer spoolship wrote it?): run that release, or move the state_dir away to start over (every spool file is then read again from its start: duplicates, never a gap)`,
       EXIT_FAILURE,
     );
   }
