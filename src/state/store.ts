@@ -81,7 +81,7 @@ export class StateStore implements LongLived, BatchIds {
   recovery!: Recovery;
   /** Last identity-checked stat per file: from the spooler while running, else as loaded. */
   private readonly seen = new Map<string, SeenStat>();
-  /** Files found at start at another path than the state recorded (renamed while the agent was down). */
+  /** Files found at start at another path than the state recorded (renamedWhileDown: renamed while the agent was down). */
   private readonly movedWhileDown = new Set<string>();
   private seenNow: SeenNow | null = null;
   /** ReplayedState.unknownFilesFromStart, kept in each checkpoint until a scan has ended. */
@@ -110,7 +110,6 @@ export class StateStore implements LongLived, BatchIds {
     return fp;
   }
 
-  /** Found at start at another path than the state recorded. */
   renamedWhileDown(key: string): boolean {
     return this.movedWhileDown.has(key);
   }
