@@ -29,7 +29,7 @@ const PICKUP_POLL_MS = 50;
 
 /** The agent's dead-letter path for a batch's lines: file and offset located, metrics counted (Pipeline implements it). */
 export interface DeadLetterPath {
-  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: 'operator', status: number | null): Promise<void>;
+  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: 'operator', status: number | null): Promise<unknown>;
 }
 
 export interface QueueOpsDeps {

@@ -13,6 +13,9 @@ interface Entry {
   message: string;
   pending: number;
   lastLoggedAt: number;
+  /** Calls summed since the last line, and the last call's detail (logged when it is alone). */
+  adds: number;
+  detail: Record<string, unknown> | null;
 }
 
 export class CountLog {
@@ -23,13 +26,19 @@ export class CountLog {
     private readonly log: () => Logger,
   ) {}
 
-  /** Count `n` of `event` for these fields (the Data Source, a reason). */
-  add(event: string, fields: Record<string, unknown>, n: number, message: string): void {
+  /**
+   * Count `n` of `event` for these fields (the Data Source, a reason).
+   * `detail` (a batch, a status) is logged with a count that is one call's
+   * alone; summed ones say how many calls they sum (`writes`) instead.
+   */
+  add(event: string, fields: Record<string, unknown>, n: number, message: string, detail: Record<string, unknown> | null = null): void {
     if (n <= 0) return;
     const key = `${event}\0${JSON.stringify(fields)}`;
     let e = this.entries.get(key);
-    if (!e) this.entries.set(key, (e = { event, fields, message, pending: 0, lastLoggedAt: -Infinity }));
+    if (!e) this.entries.set(key, (e = { event, fields, message, pending: 0, lastLoggedAt: -Infinity, adds: 0, detail: null }));
     e.pending += n;
+    e.adds++;
+    e.detail = detail;
     this.flushEntry(e, false);
   }
 
@@ -42,8 +51,10 @@ export class CountLog {
     if (e.pending === 0) return;
     const now = this.clock.now();
     if (!force && now - e.lastLoggedAt < COUNT_LOG_INTERVAL_MS) return;
-    this.log().warn({ event: e.event, ...e.fields, count: e.pending }, e.message);
+    const extra = e.detail === null ? {} : e.adds === 1 ? e.detail : { writes: e.adds };
+    this.log().warn({ event: e.event, ...e.fields, ...extra, count: e.pending }, e.message);
     e.pending = 0;
+    e.adds = 0;
     e.lastLoggedAt = now;
   }
 }

@@ -19,8 +19,11 @@ import type { Clock } from '../util/clock.js';
 
 /** Where a batch's refused lines are stored (Pipeline.deadLetterLines). */
 export interface BatchDeadLetters {
-  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<void>;
+  /** `stored` of the `lines` (the rest the full store dropped). */
+  deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<{ stored: number; lines: number }>;
 }
+
+const DEAD_LETTERS_WRITTEN = 'lines moved to the dead-letter store';
 
 export class SenderEvents implements SenderHooks {
   /** Each Data Source's last failure (an error code and message, or an HTTP status), until an acknowledgement. */
@@ -107,8 +110,19 @@ export class SenderEvents implements SenderHooks {
     this.streak.success();
   }
 
-  deadLetterLines(root: RootBatch, parts: ReadonlyArray<{ part: Part; raw: Buffer }>, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
-    return this.o.deadLetters.deadLetterLines(root.id, root.ds, parts.map((p) => ({ lineStart: p.part.lineStart, raw: p.raw })), reason, status);
+  /**
+   * One write and one event per batch (its lines together). A trickle of
+   * refused lines, a line per batch, is not one WARN per line: the events
+   * go through the count log (the first at once, with its batch; then one a
+   * minute per Data Source and reason). Lines the full store dropped are
+   * logged at once.
+   */
+  async deadLetterLines(root: RootBatch, parts: ReadonlyArray<{ part: Part; raw: Buffer }>, reason: 'rejected' | 'line_too_long' | 'materialized_view_error' | 'operator', status: number | null): Promise<void> {
+    const { stored, lines } = await this.o.deadLetters.deadLetterLines(root.id, root.ds, parts.map((p) => ({ lineStart: p.part.lineStart, raw: p.raw })), reason, status);
+    // `count`, as the reader's dead_letters_written says it; `lines` (the batch's lines for the store) stays for older readers of the log.
+    const detail = { batch: root.id, status, lines };
+    if (stored < lines) this.o.log.warn({ event: 'dead_letters_written', datasource: root.ds, reason, ...detail, count: stored, dropped: lines - stored }, DEAD_LETTERS_WRITTEN);
+    else this.o.counts.add('dead_letters_written', { datasource: root.ds, reason }, stored, DEAD_LETTERS_WRITTEN, detail);
   }
 
   onOddAnswer(what: AckOddity | 'ignored_wait', ds: string, detail: string | null): void {

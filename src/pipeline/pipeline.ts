@@ -374,8 +374,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     return true;
   }
 
-  /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset: one write, one event. */
-  async deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<void> {
+  /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset, in one write (logged by observe/sender-events.ts). */
+  async deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<{ stored: number; lines: number }> {
     const inputs = await deadLetterInputs(ds, pieces, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
     let stored = 0;
     await Promise.all(
@@ -387,9 +387,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
         }
       }),
     );
-    // `count`, as the reader's dead_letters_written says it; `lines` (the batch's lines for the store) stays for older readers of the log.
-    const dropped = inputs.length - stored;
-    this.o.log.warn({ event: 'dead_letters_written', datasource: ds, batch: batchId, reason, status, count: stored, lines: inputs.length, ...(dropped > 0 ? { dropped } : {}) }, 'lines moved to the dead-letter store');
+    return { stored, lines: inputs.length };
   }
 
   private retryStateWrite<T>(fn: () => Promise<T>): Promise<T> {
