@@ -44,6 +44,7 @@ import { StopSequence, type RunningParts } from './stop.js';
 import { every, systemClock, type Clock } from '../util/clock.js';
 import { Linger } from '../batcher/linger.js';
 import { RetryQueue } from '../queue/retry-queue.js';
+import { assertQueueReadable } from '../queue/format.js';
 import { QueueOps } from '../control/queue-ops.js';
 import { ControlServer } from '../control/server.js';
 import { QueueReplayer } from '../queue/replayer.js';
@@ -285,6 +286,8 @@ export class Agent {
   private async openState(): Promise<void> {
     const { config: c, deps, clock, metrics } = this;
     const log = deps.log;
+    // A queue a newer release wrote stops the start before the state store writes anything.
+    await assertQueueReadable(path.join(c.state_dir, 'queue'));
     this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)), relocate: relocateFiles });
     this.parts.add('state store', this.store);
     this.acker = new Acker(this.store, {

@@ -143,6 +143,27 @@ export async function readRecordHeader(fh: FileHandle, off: number, len: number,
   return typeof header.id === 'number' ? { header: versionChecked(header, file), bodyBytes: len - RECORD_PREFIX_BYTES - headLen } : null;
 }
 
+/**
+ * Each segment's first record is in a format this release reads; else
+ * StateTooNewError, before anything of the state is written (a newer
+ * release writes every record in its own version). Damaged or empty
+ * segments are left to the queue's own checks.
+ */
+export async function assertQueueReadable(dir: string): Promise<void> {
+  for (const seg of await listSegments(dir)) {
+    const file = segmentFile(dir, seg);
+    const fh = await fsp.open(file, 'r').catch(() => null);
+    if (!fh) continue;
+    try {
+      const head = Buffer.alloc(FRAME_HEADER_BYTES);
+      const { bytesRead } = await fh.read(head, 0, head.length, 0);
+      if (bytesRead === head.length) await readRecordHeader(fh, 0, FRAME_HEADER_BYTES + head.readUInt32LE(0), file);
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
 export interface SegmentIndex {
   /** Every record found, by offset and length on disk (frame included). */
   records: Array<{ off: number; len: number }>;

@@ -7,6 +7,7 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writ
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
+import { crc32 } from '../../src/util/crc32.js';
 import { LINE_BYTES, getJson, kill9, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig, type AgentProcess } from './helpers.js';
 
 const events = (p: AgentProcess, event: string) => p.logs.filter((l) => l.event === event);
@@ -184,6 +185,30 @@ describe('a damaged queue record (process)', () => {
     // The ERROR names the damaged state file, the Data Source and the spool ranges (SPEC section 3).
     expect(events(p, 'queue_corrupt')).toEqual([expect.objectContaining({ recovered: true, files: [seg], datasource: 'ev', level: 50, lines: 50 })]);
     expect(events(p, 'queue_record_skipped')).toEqual([expect.objectContaining({ file: seg })]);
+  });
+
+  it('a queue record of a newer format version: exit 1 naming its segment, before any state file is written; nothing sent', async () => {
+    const { t, cfg } = await queueDuringOutage(500);
+    const qdir = path.join(cfg.stateDir, 'queue');
+    // Its first record as a newer release would write it ("v":2), with a valid CRC.
+    const seg = path.join(qdir, readdirSync(qdir).filter((f) => f.endsWith('.q')).sort()[0]!);
+    const data = readFileSync(seg);
+    const len = data.readUInt32LE(0);
+    const payload = data.subarray(8, 8 + len);
+    const head = payload.subarray(4, 4 + payload.readUInt32LE(0));
+    const at = head.indexOf('"v":1');
+    expect(at).toBeGreaterThanOrEqual(0);
+    head.write('"v":2', at);
+    data.writeUInt32LE(crc32(payload), 4);
+    writeFileSync(seg, data);
+    const stateFiles = () => Object.fromEntries(readdirSync(cfg.stateDir).filter((n) => /^(checkpoint|journal-)/.test(n)).map((n) => [n, readFileSync(path.join(cfg.stateDir, n)).toString('base64')]));
+    const before = stateFiles();
+    const sent = t.emu.stats().requests_by_status['200'] ?? 0;
+    const p = spawnAgent(cfg.configFile);
+    expect((await p.exited).code).toBe(1);
+    expect(p.rawErr.join('\n')).toContain(`${seg} has format version 2`);
+    expect(stateFiles()).toEqual(before);
+    expect(t.emu.stats().requests_by_status['200'] ?? 0).toBe(sent);
   });
 
   it('a damaged length field is not taken for a torn tail: the records after it are still sent from the queue', async () => {
