@@ -94,6 +94,12 @@ export interface AgentDeps {
   budget?: BudgetMemory;
   /** When a batch was last acknowledged, kept across SIGHUP reloads: a reload is not progress (/readyz no_progress). */
   progress?: { lastAckAt?: number };
+  /**
+   * The state_dir's lock, held by the caller across a SIGHUP reload (the
+   * previous agent's, Agent.takeLock): used, never released by this agent.
+   * Without it the agent takes the lock itself and releases it at its stop.
+   */
+  stateLock?: StateLock;
 }
 
 export class Agent {
@@ -101,6 +107,10 @@ export class Agent {
   adminUrl: string | null = null;
   apiUrl = '';
   private lock!: StateLock;
+  /** This agent took the lock and releases it at its stop; false once it is handed over (takeLock) or when it was handed one. */
+  private ownsLock = false;
+  /** close({ forReload: true }): the lock part leaves the lock held, for takeLock. */
+  private keepLockForReload = false;
   private store!: StateStore;
   private deadLetters!: DeadLetterStore;
   private sender!: Sender;
@@ -275,8 +285,13 @@ export class Agent {
     const { config: c, deps, parts } = this;
     // Before anything is written there: refused when another user could change it.
     await secureStateDir(c.state_dir, stateDirTightened(deps.log, c.state_dir));
-    this.lock = await acquireLock(c.state_dir, { onEvent: stateLockEvents(deps.log, c.state_dir) });
-    parts.add('state_dir lock', partOf(() => this.lock.release()));
+    if (deps.stateLock) this.lock = deps.stateLock;
+    else {
+      this.lock = await acquireLock(c.state_dir, { onEvent: stateLockEvents(deps.log, c.state_dir) });
+      this.ownsLock = true;
+      // Not released when a reload takes it over (takeLock): no second agent can start in between.
+      parts.add('state_dir lock', partOf(() => (this.ownsLock && !this.keepLockForReload ? this.lock.release() : undefined)));
+    }
     this.dirWatch = await StateDirWatch.open(c.state_dir, this.clock);
     parts.add('state_dir watch', this.dirWatch);
     await this.openState();
@@ -595,8 +610,22 @@ export class Agent {
    * log does not say "stopped".
    */
   close(opts: { forReload?: boolean } = {}): Promise<void> {
+    // A reload keeps the state_dir locked: the next agent takes the lock over (takeLock).
+    if (opts.forReload && !this.closing) this.keepLockForReload = true;
     this.closing ??= this.stopper.graceful(this.runningParts(), this.config.shutdown_timeout_ms, opts.forReload === true);
     return this.closing;
+  }
+
+  /**
+   * After close({ forReload: true }): the state_dir's lock, still held, for
+   * the next agent (AgentDeps.stateLock); the caller releases it in the end.
+   * Null when this agent did not own it (it was handed one: the caller has
+   * it already) or never took it.
+   */
+  takeLock(): StateLock | null {
+    if (!this.ownsLock || !this.keepLockForReload) return null;
+    this.ownsLock = false;
+    return this.lock;
   }
 
   /** After a fatal error: stop without writing more state, within FATAL_CLOSE_MS (agent/stop.ts). */

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Agent } from '../../agent/agent.js';
 import { StartStoppedError } from '../../agent/state-wait.js';
+import type { StateLock } from '../../state/lock.js';
 import { loadConfig, restartRequiredChanges } from '../../config/index.js';
 import type { Config, LoadedConfig } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, SpoolshipError, formatProblem } from '../../errors.js';
@@ -82,6 +83,12 @@ class Daemon {
   private budget: BudgetMemory | null = null;
   /** When a batch was last acknowledged: a reload is not progress (/readyz no_progress). */
   private readonly progress: { lastAckAt?: number } = {};
+  /**
+   * The state_dir's lock from the first reload on: the closed agent hands it
+   * over (Agent.takeLock), so no second `run` can take the state_dir between
+   * the old pipeline's stop and the new one's start; released at the end.
+   */
+  private stateLock: StateLock | null = null;
 
   async start(): Promise<void> {
     try {
@@ -109,6 +116,7 @@ class Daemon {
       admin: this.admin ?? undefined,
       budget: this.budget,
       progress: this.progress,
+      ...(this.stateLock ? { stateLock: this.stateLock } : {}),
       onFatal: (err) => {
         this.fatalError ??= err;
         this.wakeExit();
@@ -162,6 +170,7 @@ class Daemon {
     }
     log.info({ event: 'reload_restarting' }, 'config changed: restarting the pipeline on it (in-flight requests drain first)');
     await this.agent.close({ forReload: true });
+    this.stateLock ??= this.agent.takeLock();
     // Stopping: the drain above was the stop's (the old pipeline's state is
     // persisted); finish() closes the closed agent again, at once.
     if (this.stopRequested) return;
@@ -186,11 +195,13 @@ class Daemon {
       // (bounded: Agent.destroy), then exit 1; the next start recovers from
       // what is on disk.
       await this.agent.destroy(this.fatalError);
+      await this.stateLock?.release();
       await this.admin?.server.close();
       this.log.error({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
       return EXIT_FAILURE;
     }
     await this.agent.close();
+    await this.stateLock?.release();
     await this.admin?.server.close();
     return EXIT_OK;
   }
