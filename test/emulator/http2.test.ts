@@ -111,7 +111,7 @@ describe('HTTP/2 over TLS', () => {
     expect(emu.stats().rows).toEqual({ events: 1 });
   });
 
-  it('an HTTP/1.1 connection beyond maxConnections gets 429 answers', async () => {
+  it('an HTTP/1.1 connection beyond maxConnections gets 429 answers, with the rate-limit headers (service-api.md: a connection limit\'s 429 carries them)', async () => {
     const emu = await startEmu({ maxConnections: 1 });
     const a = new Client(emu.url);
     const b = new Client(emu.url);
@@ -122,6 +122,7 @@ describe('HTTP/2 over TLS', () => {
     const res = await b.request({ path: '/v0/events?name=e', method: 'POST', headers: { authorization: `Bearer ${emu.token}` }, body: '{}\n' });
     expect(res.statusCode).toBe(429);
     expect(res.headers['retry-after']).toBe('1');
+    expect(res.headers).toMatchObject({ 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1' });
     expect(emu.stats().requests_by_status).toEqual({ '429': 1 });
     expect(((await res.body.json()) as { error: string }).error).toMatch(/too many connections/);
     // The first connection is still served.

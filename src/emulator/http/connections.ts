@@ -28,6 +28,11 @@ export class ConnectionTracker {
     this.#maxConnections = maxConnections;
   }
 
+  /** The connections allowed from one address. */
+  get limit(): number {
+    return this.#maxConnections;
+  }
+
   /**
    * Prepended listeners run before the server's own, so a socket is counted
    * and tagged before an HTTP/2 session is created on it.

@@ -49,7 +49,9 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
       req.resume();
       if (url.pathname === '/v0/events') deps.stats.countRequest(429);
       if (!(await waitLatency(deps))) return;
-      sendResponse(res, { status: 429, headers: { 'retry-after': '1' }, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
+      // The rate-limit headers too (service-api.md: a connection limit's 429 carries them): the limit is the connections'.
+      const headers = { 'x-ratelimit-limit': String(deps.connections.limit), 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1', 'retry-after': '1' };
+      sendResponse(res, { status: 429, headers, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
       return;
     }
     if (url.pathname === '/v0/events') return handleEvents(deps, req, res, url, http2);
