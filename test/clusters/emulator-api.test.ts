@@ -68,6 +68,11 @@ describe('emulator cluster API', () => {
     expect((await call('GET', `${base}/clusters-configuration?token=${ADMIN}`, undefined, {})).status).toBe(200);
     expect((await call('GET', `${base}/clusters-configuration?token=nope`, undefined, {})).status).toBe(403);
     expect((await call('GET', `${base}/clusters?token=${ADMIN}`, undefined, {})).status).toBe(403);
+    // The scheme's case does not matter (RFC 9110), as on the Events API.
+    expect((await call('GET', `${base}/clusters`, undefined, { authorization: `bearer ${ADMIN}` })).status).toBe(200);
+    // The foreign token in the query of another endpoint is no token: 403, not the foreign 404.
+    expect((await call('GET', `${base}/clusters?token=${t.emu.foreignToken}`, undefined, {})).status).toBe(403);
+    expect((await call('GET', `${base}/clusters`, undefined, { authorization: `Bearer ${t.emu.foreignToken}` })).status).toBe(404);
   });
 
   it('unknown organization or cluster: 404; unknown route: 404; wrong method: 405', async () => {

@@ -75,7 +75,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     // Unknown routes and methods keep their 404 / 405, which come before auth.
     if (!route || !allowedMethods(route).includes(req.method) || authorized(req, route, opts.adminToken)) return null;
     if (hook) await hook({ ...req, body: Buffer.alloc(0) });
-    const res = refused(req, opts.foreignToken);
+    const res = refused(req, route, opts.foreignToken);
     records.push({ at: opts.now(), method: req.method, path: req.path, body: null, status: res.status, response: res.body ?? null });
     if (records.length > MAX_RECORDS) records.shift();
     return res;
@@ -98,7 +98,7 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
     if (!allowed.includes(req.method)) {
       return { status: 405, headers: { allow: allowed.join(', ') }, body: { error: `method ${req.method} not allowed; use ${allowed.join(' or ')}` } };
     }
-    if (!authorized(req, route, opts.adminToken)) return refused(req, opts.foreignToken);
+    if (!authorized(req, route, opts.adminToken)) return refused(req, route, opts.foreignToken);
     if (route.org !== opts.org) return { status: 404, body: { error: `organization '${route.org}' not found` } };
     if (route.kind === 'list') return { status: 200, body: { clusters: store.list() } };
     if (route.kind === 'configuration') return { status: 200, body: catalog };
@@ -123,8 +123,8 @@ export function createClusterApi(opts: ClusterApiOptions): ClusterApi {
   };
 }
 
-function refused(req: EmuRequestHead, foreignToken: string | undefined): EmuResponse {
-  const given = req.headers['authorization']?.replace(/^Bearer /, '') ?? req.query.get('token');
+function refused(req: EmuRequestHead, route: ClusterRoute, foreignToken: string | undefined): EmuResponse {
+  const given = bearerToken(req) ?? queryToken(req, route);
   if (foreignToken !== undefined && given === foreignToken) {
     return { status: 404, body: { error: "the token's Workspace does not belong to this region; use the API host of the token's region" } };
   }
@@ -132,10 +132,18 @@ function refused(req: EmuRequestHead, foreignToken: string | undefined): EmuResp
 }
 
 function authorized(req: EmuRequestHead, route: ClusterRoute, adminToken: string): boolean {
-  const header = req.headers['authorization'];
-  if (header !== undefined) return header === `Bearer ${adminToken}`;
-  // The query form leaks into logs and proxies; the service allows it only here.
-  return route.kind === 'configuration' && req.query.get('token') === adminToken;
+  if (req.headers['authorization'] !== undefined) return bearerToken(req) === adminToken;
+  return queryToken(req, route) === adminToken;
+}
+
+/** The token of `Authorization: Bearer <token>` (the scheme's case does not matter, as on the Events API); null otherwise. */
+function bearerToken(req: EmuRequestHead): string | null {
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.headers['authorization'] ?? '')?.[1] ?? null;
+}
+
+/** `?token=`: the query form leaks into logs and proxies; the service allows it on the configuration endpoint only (elsewhere it is no token). */
+function queryToken(req: EmuRequestHead, route: ClusterRoute): string | null {
+  return route.kind === 'configuration' ? req.query.get('token') : null;
 }
 
 const TOO_DEEP = Symbol('too deep');
