@@ -40,6 +40,20 @@ function decodedName(name: string): string {
   }
 }
 
+/** Keys whose value a config line shows in a problem as `***` (a secret, or a key that may hold one, misspelt or not). */
+const SECRET_KEY = /tok|secret|pass|pwd|key|auth|cred/i;
+
+/**
+ * A line of the config file fit for a problem (a YAML syntax error quotes
+ * the line it is on): the value of a secret-looking key as `***`, and the
+ * passwords of the URLs in it (redactUrlPassword).
+ */
+export function redactConfigLine(line: string): string {
+  const kv = /^(\s*(?:-\s+)?["']?)([^"':#\s][^"':#]*?)(["']?\s*:\s+)(\S.*)$/.exec(line);
+  if (kv && SECRET_KEY.test(kv[2]!)) return `${kv[1]}${kv[2]}${kv[3]}${REDACTED}`;
+  return line.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s"']+/gi, (url) => redactUrlPassword(url));
+}
+
 /** A copy of `config` fit to print; null secrets stay null. */
 export function redactConfig(config: Readonly<Config>): Config {
   const copy = structuredClone(config) as Config;

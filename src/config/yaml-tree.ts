@@ -6,6 +6,7 @@ import { isAlias, isMap, isScalar, isSeq, parseDocument, type Document, type Nod
 import type { ConfigProblem } from '../errors.js';
 import { interpolate, isSingleReference } from './interpolate.js';
 import { fromYamlText, joinPath, TypedScalar } from './raw.js';
+import { redactConfigLine } from './redact.js';
 
 /** Bounds alias expansion ("billion laughs") and recursive anchors. */
 const MAX_ALIASES = 1000;
@@ -31,7 +32,7 @@ export function parseYaml(text: string, where: string): { doc: Document | null; 
     // One syntax error makes the parser trip again later on the same line.
     if (pos && seenLines.has(pos.line)) continue;
     if (pos) seenLines.add(pos.line);
-    const line = pos ? (lines[pos.line - 1] ?? '').trim() : '';
+    const line = pos ? redactConfigLine((lines[pos.line - 1] ?? '').trim()) : '';
     const hint = line.includes('${') && /[{}[\]]/.test(line.replace(/\$\{[^}]*\}/g, ''))
       ? '; inside [...] or {...} quote values that use ${VAR}: "${VAR}"'
       : '';

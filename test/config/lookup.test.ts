@@ -84,4 +84,19 @@ describe('config file lookup', () => {
     expect(lines.length).toBeGreaterThan(0);
     expect(lines[0]).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: .*fix the YAML syntax`));
   });
+
+  it.each([
+    ['a duplicated token', 'api:\n  base_url: embedded\n  token: p.FIRSTSECRET1\n  token: p.SECONDSECRET2\n'],
+    ['a tab before a token', 'api:\n  base_url: embedded\n\ttoken: p.SECONDSECRET2\n'],
+    ['a duplicated redis_url with a password', 'limits:\n  redis_url: redis://u:SECONDSECRET2@h:6379\n  redis_url: redis://u:SECONDSECRET2@h:6379\n'],
+    ['a duplicated proxy with a query password', 'api:\n  proxy: http://p:3128/?password=SECONDSECRET2\n  proxy: http://p:3128/?password=SECONDSECRET2\n'],
+  ])('a YAML syntax error on a line with a secret (%s) names the line without the secret', (_what, text) => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'bad.yaml', text);
+    const { lines } = problemsOf(() => load({ file, cwd: dir }));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.join('\n')).toMatch(/fix the YAML syntax/);
+    expect(lines.join('\n')).not.toContain('SECONDSECRET2');
+    expect(lines.join('\n')).toContain('***');
+  });
 });
