@@ -9,7 +9,7 @@ import { applyEnvOverrides, applyTokenDefaults } from './env-overrides.js';
 import { deepFreeze } from './freeze.js';
 import { locateConfig, type LocateOptions } from './locate.js';
 import { cloneRaw, isPlainObject, type Origins } from './raw.js';
-import { redactValue, scrubValue, secretValues } from './redact.js';
+import { MIN_SECRET_LENGTH, REDACTED, redactValue, scrubValue, secretValues } from './redact.js';
 import { isSingleReference } from './interpolate.js';
 import { keyPaths } from './schema.js';
 import type { Config, LoadedConfig } from './types.js';
@@ -63,8 +63,13 @@ export function loadConfig(opts: LoadConfigOptions): LoadedConfig {
     envWarnings: resolved.envWarnings,
     source: located.source,
     searched: located.searched,
-    secrets: secretValues(opts.env, referenced),
+    secrets: [...secretValues(opts.env, referenced), ...tokenValues(resolved.config)],
   };
+}
+
+/** The tokens' own values: secrets wherever else they land (`wait: ${MYTOK}` beside `token: ${MYTOK}`), whatever their variables are called. */
+function tokenValues(c: Readonly<Config>): string[] {
+  return [c.api.token, c.clusters.token].filter((t): t is string => typeof t === 'string' && t.length >= MIN_SECRET_LENGTH && t !== REDACTED);
 }
 
 /** What \`status\`, \`queue\` and \`dead-letter list|purge\` never use: they read the state_dir (and ask the agent), never the network. */
@@ -157,7 +162,7 @@ export function resolveConfig(tree: unknown, opts: ResolveOptions): { config: Re
   const cross = crossCheck(v.config, new Set([...v.failed, ...reported]), origins, opts.tokenRequired);
   const allWarnings = [...warnings, ...cross.warnings];
   for (const w of allWarnings) opts.onWarning?.(w);
-  const secrets = secretValues(opts.env, opts.referencedVariables ?? []);
+  const secrets = [...secretValues(opts.env, opts.referencedVariables ?? []), ...tokenValues(v.config)];
   const problems = [...pending.map(({ problem, key }) => redactPending(problem, key)), ...v.problems, ...cross.problems].map((p) => ({
     ...p,
     value: scrubValue(p.value, secrets),

@@ -121,6 +121,13 @@ describe('check-config keeps credentials in URLs out of its output', () => {
     expect(r2.code).toBe(0);
     expect(r2.stdout + r2.stderr).not.toContain(secret);
     expect(parse(r2.stdout).clusters.org).toBe('org-***');
+    // The token's own value, whatever its variable is called, is a secret wherever else it lands.
+    const tok = 'p.FROMVAR-1234567';
+    const reused = writeFile(dir, 'reused.yaml', 'api:\n  base_url: embedded\n  token: ${MYTOK}\n  wait: ${MYTOK}\nclusters:\n  org: ${MYTOK}\n');
+    const r3 = runCli(['check-config', '-c', reused], { cwd: dir, env: { MYTOK: tok } });
+    expect(r3.code).toBe(2);
+    expect(r3.stdout + r3.stderr).not.toContain(tok);
+    expect(r3.stderr).toContain('api.wait: "***"');
   });
 
   it('warns where this release touches an existing setup: a Data Source directory linked outside the spool, a version 1 checkpoint', async () => {
