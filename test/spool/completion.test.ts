@@ -141,61 +141,55 @@ describe('on_complete: delete, renamed out of the patterns', () => {
   });
 });
 
+/**
+ * `ev/app.ndjson` shipped and committed, then a reload (SIGHUP with another
+ * spool.dir) whose routes match it no more: the new spooler, and `settle`
+ * (a scan and every read of it, what was read closed and committed).
+ */
+async function shippedThenReloaded(events: Parameters<typeof setup>[0] = {}) {
+  const d = await deleting(events);
+  const { s, commitAll } = d;
+  const app = path.join(s.spool, 'ev', 'app.ndjson');
+  await writeFile(app, '{"a":1}\n');
+  await s.spooler.scan();
+  await s.readAll();
+  await commitAll();
+  const elsewhere = path.join(path.dirname(s.spool), 'other-spool');
+  await mkdir(elsewhere);
+  const after = await s.respool(new Router(elsewhere, []));
+  const settle = async () => {
+    await after.scan();
+    while (await (after as unknown as { reader: ReadLoop }).reader.round(() => false));
+    s.batcher.closeAll();
+    await commitAll();
+  };
+  await settle();
+  return { ...d, app, settle };
+}
+
 describe('on_complete: delete after a reload that no longer matches a file', () => {
   it('keeps the file: it was neither renamed out of the patterns nor superseded, only the config changed', async () => {
     const finished: Array<[string, boolean]> = [];
-    const { clock, s, commitAll } = await deleting({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) });
-    const app = path.join(s.spool, 'ev', 'app.ndjson');
-    await writeFile(app, '{"a":1}\n');
-    await s.spooler.scan();
-    await s.readAll();
-    await commitAll();
-    // SIGHUP with spool.dir changed: the new pipeline's routes match the file no more.
-    const elsewhere = path.join(path.dirname(s.spool), 'other-spool');
-    await mkdir(elsewhere);
-    const after = await s.respool(new Router(elsewhere, []));
-    const readRound = () => (after as unknown as { reader: ReadLoop }).reader.round(() => false);
-    await after.scan();
-    while (await readRound());
+    const { clock, app, settle } = await shippedThenReloaded({ onFinished: (_ds, p, deleted) => finished.push([path.basename(p), deleted]) });
     await appendFile(app, '{"a":2}\n');
-    await after.scan();
-    while (await readRound());
-    s.batcher.closeAll();
-    await commitAll();
+    await settle();
     for (let i = 0; i < 3; i++) {
       clock.advance(3 * IDLE_MS);
-      await after.scan();
-      while (await readRound());
+      await settle();
     }
     expect(existsSync(app), 'a file the config stopped matching is kept').toBe(true);
     expect(finished.filter(([, deleted]) => deleted)).toEqual([]);
   });
-});
 
-describe('on_complete: delete after a reload, then a rename', () => {
-  it('keeps a file the config stopped matching even once it is renamed (logrotate goes on): it never was renamed out of the patterns', async () => {
-    const { clock, s, commitAll } = await deleting();
-    const app = path.join(s.spool, 'ev', 'app.ndjson');
-    await writeFile(app, '{"a":1}\n');
-    await s.spooler.scan();
-    await s.readAll();
-    await commitAll();
-    const elsewhere = path.join(path.dirname(s.spool), 'other-spool');
-    await mkdir(elsewhere);
-    const after = await s.respool(new Router(elsewhere, []));
-    const readRound = () => (after as unknown as { reader: ReadLoop }).reader.round(() => false);
-    await after.scan();
-    while (await readRound());
+  it('keeps it even once it is renamed (logrotate goes on): it never was renamed out of the patterns', async () => {
+    const { clock, app, settle } = await shippedThenReloaded();
     // Renamed while the new pipeline still holds it open.
     await rename(app, `${app}.1`);
     for (let i = 0; i < 3; i++) {
-      await after.scan();
-      while (await readRound());
-      s.batcher.closeAll();
-      await commitAll();
+      await settle();
       clock.advance(3 * IDLE_MS);
     }
-    await after.scan();
+    await settle();
     expect(existsSync(`${app}.1`), 'kept once renamed').toBe(true);
   });
 });
