@@ -49,7 +49,7 @@ export function createDispatcher(deps: DispatchDeps): (req: AnyRequest, res: Any
       req.resume();
       if (url.pathname === '/v0/events') deps.stats.countRequest(429);
       if (!(await waitLatency(deps))) return;
-      // The rate-limit headers too (service-api.md: a connection limit's 429 carries them): the limit is the connections'.
+      // The rate-limit headers too, as on every 429 (docs/emulator.md, `--max-connections`): the limit is the connections'.
       const headers = { 'x-ratelimit-limit': String(deps.connections.limit), 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1', 'retry-after': '1' };
       sendResponse(res, { status: 429, headers, body: { error: 'too many connections from this address (limit reached); reuse connections' } });
       return;
