@@ -44,7 +44,7 @@ export class FileTailer implements TrackedFileRef {
   private skipping = false;
   /** How it left the matching paths: renamed (its path changed since), or matched no more where it is (a config change). */
   #detached: false | 'renamed' | 'unmatched' = false;
-  /** Detached and deleted (no link left): finished at its end, as Filebeat's close_removed. */
+  /** Detached and deleted (no link left): finished once unwritten for idle_ms (read-loop.ts), its remainder sent whole. */
   #deleted = false;
   /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
   #endSeen = false;
@@ -95,7 +95,7 @@ export class FileTailer implements TrackedFileRef {
     return this.#detached === 'renamed';
   }
 
-  /** Detached and its last link removed: nobody can reopen it, so it ends at its end. */
+  /** Detached and its last link removed: nobody can reopen it, so a stop sends its remainder (spooler.ts). */
   get deleted(): boolean {
     return this.#deleted;
   }
