@@ -37,6 +37,7 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; linger: ReaderId
     onReadable: (ds, file) => log.info({ event: 'file_readable', datasource: ds, file }, 'a spool file that could not be opened is read again'),
     onReaderThreadFailed: (err) =>
       log.warn({ event: 'reader_thread_failed', err: err.message }, 'the reader thread could not start or stopped: files are read on the main thread from now on (nothing is lost; more CPU on the main thread)'),
+    onReaderThreadReady: () => log.debug({ event: 'reader_thread_ready' }, 'the reader thread has started: it reads the spool files from now on'),
   };
 }
 

@@ -29,6 +29,8 @@ export interface SpoolerEvents {
   onReadable?(ds: string, file: string): void;
   /** The reader thread could not start or died: reads go on in the main thread (spool/scan-reader.ts). */
   onReaderThreadFailed?(err: Error): void;
+  /** The reader thread has started: it takes the reads from now on (until then they are done in the main thread). */
+  onReaderThreadReady?(): void;
 }
 
 export interface SpoolerOptions {
@@ -80,7 +82,7 @@ export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock'>
 
 /** What reading uses (read-loop.ts). */
 export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'room' | 'readerThread' | 'onComplete'> & {
-  events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable' | 'onReaderThreadFailed'>;
+  events: Pick<SpoolerEvents, 'onFinished' | 'onReadable' | 'onUnreadable' | 'onReaderThreadFailed' | 'onReaderThreadReady'>;
 };
 
 /** What forgetting and deleting finished files uses (completion.ts). */

@@ -42,7 +42,7 @@ export class ReadLoop {
     private readonly o: ReadOptions,
     private readonly tailers: Tailers,
   ) {
-    this.thread = o.readerThread ? new ScanReader(o.events.onReaderThreadFailed) : null;
+    this.thread = o.readerThread ? new ScanReader(o.events.onReaderThreadFailed, o.events.onReaderThreadReady) : null;
     this.scanner = this.thread ?? READ_HERE;
   }
 

@@ -4,7 +4,7 @@
 // once, CRLF and empty lines by the same rules, and the ranges' CRCs taken
 // there are the ones crash re-forming checks, so a batch unanswered at a
 // kill -9 is sent again as the very same bytes.
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,8 +14,9 @@ import { checkDelivery, kill9, lines, spawnAgent, startEmu, tempDir, waitFor, wr
 describe('the reader thread (process)', () => {
   it('compression.threads 6: read in its own thread, every line once; a batch unanswered at a kill -9 is re-formed from its CRC-checked ranges byte for byte', async () => {
     const dir = await tempDir();
-    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
-    const paths = await writeConfig(dir, t, { compression: { threads: 6 }, batch: { max_bytes: 1_000_000 } });
+    const t = await startEmu(dir);
+    // DEBUG: reader_thread_ready says when the thread takes the reads (the main thread does them until then).
+    const paths = await writeConfig(dir, t, { compression: { threads: 6 }, batch: { max_bytes: 1_000_000 }, log: { level: 'debug' } });
     const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
     await mkdir(path.dirname(file), { recursive: true });
     // ~3 MB: reads of 1 MiB into batch buffers, a CRLF line and an empty one now and then (the rules after the thread's run).
@@ -25,11 +26,18 @@ describe('the reader thread (process)', () => {
       .map((l, i) => (l && i % 997 === 0 ? `${l}\r` : l))
       .join('\n')
       .replace(/\n(?=\{"id":"r000000[0-9]{2}5)/g, '\n\n');
-    writeFileSync(file, text);
+    // A few lines before the start; the rest once the thread reads, so that the thread reads them.
+    const head = text.indexOf('\n', 20_000) + 1;
+    writeFileSync(file, text.slice(0, head));
     const first = spawnAgent(paths.configFile);
     await first.started;
     expect(first.logs.find((l) => l.event === 'started')).toMatchObject({ compression_threads: 6, reader_thread: true });
-    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
+    await waitFor(() => first.logs.some((l) => l.event === 'reader_thread_ready'), 'the reader thread taking the reads');
+    // The head is answered; the requests with the rest hang.
+    await waitFor(() => t.records.some((r) => r.outcome === 200), 'the head answered');
+    t.emu.setFaults([{ kind: 'hang', p: 1 }]);
+    appendFileSync(file, text.slice(head));
+    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request of the appended lines hanging');
     await kill9(first);
     t.emu.setFaults([]);
     const second = spawnAgent(paths.configFile);

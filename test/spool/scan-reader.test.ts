@@ -1,14 +1,15 @@
 // The hot read in its own thread (spool/scan-reader.ts): the bytes it puts
 // in a shared buffer and what it finds in them (the last newline, the run
 // of ordinary lines, their CRC) are what this thread's read and the line
-// rules give; a failing read is the same error; a thread that dies leaves
+// rules give; a read is not held up while the thread starts (it is done
+// here meanwhile); a failing read is the same error; a thread that dies leaves
 // no read unanswered and reading goes on here; and a tailer does not close
 // a descriptor that a read is still using.
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { plainRun } from '../../src/batcher/lines.js';
@@ -33,10 +34,16 @@ async function tempFile(data: Buffer): Promise<string> {
   return file;
 }
 
-function reader(onFailed?: (err: Error) => void): ScanReader {
-  const r = new ScanReader(onFailed);
+function reader(onFailed?: (err: Error) => void, startThread?: () => Worker, onReady?: () => void): ScanReader {
+  const r = new ScanReader(onFailed, onReady, startThread);
   readers.push(r);
   return r;
+}
+
+/** Start r's thread (a read does) and wait until it takes reads: until then reads are done here. */
+async function threadReady(r: ScanReader): Promise<void> {
+  await r.read({ fd: 1_000_000, buf: sharedBuffer(1), at: 0, length: 1, position: 0, scanFrom: 0, maxLen: 1 }).catch(() => undefined);
+  await r.started;
 }
 
 /** What the look must find in buf[from, to), written plainly with the line rules. */
@@ -58,6 +65,7 @@ const lineMix = fc
 describe('ScanReader', () => {
   it('reads what this thread reads and finds what the line rules find, in its thread and here alike', async () => {
     const r = reader();
+    await threadReady(r);
     await fc.assert(
       fc.asyncProperty(lineMix, fc.nat(30), fc.integer({ min: -1, max: 100 }), async (data, carried, maxLen) => {
         const file = await tempFile(data);
@@ -84,11 +92,32 @@ describe('ScanReader', () => {
     expect(r.where).toBe('thread');
   });
 
+  it('does not hold a read up while its thread is starting: the read is done here meanwhile', async () => {
+    const data = Buffer.from('{"a":1}\n{"a":2}\n{"a":');
+    const file = await tempFile(data);
+    const fd = openSync(file, 'r');
+    // A thread that never says it is ready (Node's start-up in a real one takes 30-70 ms).
+    let thread: Worker | null = null;
+    let readyTold = 0;
+    const r = reader(undefined, () => (thread = new Worker('setInterval(() => {}, 1e6);', { eval: true })), () => readyTold++);
+    try {
+      const req: ScanRequest = { fd, buf: sharedBuffer(100), at: 0, length: 100, position: 0, scanFrom: 0, maxLen: 100 };
+      expect(await r.read(req)).toEqual({ bytesRead: data.length, lastNewline: 15, runEnd: 16, lines: 2, crc: crc32(data.subarray(0, 16)) });
+      expect(thread).not.toBeNull();
+      expect(r.where).toBe('thread');
+      expect(readyTold).toBe(0);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
   it('rejects a failing read with its code, as a read here does', async () => {
     // No such descriptor (a closed one's number may be taken again meanwhile).
     const fd = 1_000_000;
     const req: ScanRequest = { fd, buf: sharedBuffer(64), at: 0, length: 64, position: 0, scanFrom: 0, maxLen: 100 };
-    await expect(reader().read(req)).rejects.toMatchObject({ code: 'EBADF', syscall: 'read' });
+    const r = reader();
+    await threadReady(r);
+    await expect(r.read(req)).rejects.toMatchObject({ code: 'EBADF', syscall: 'read' });
     await expect(readHere({ ...req, buf: Buffer.alloc(64) })).rejects.toMatchObject({ code: 'EBADF' });
   });
 
@@ -97,9 +126,11 @@ describe('ScanReader', () => {
     const file = await tempFile(data);
     const fd = openSync(file, 'r');
     const failures: Error[] = [];
-    const r = reader((err) => failures.push(err));
+    let readyTold = 0;
+    const r = reader((err) => failures.push(err), undefined, () => readyTold++);
     const req = (): ScanRequest => ({ fd, buf: sharedBuffer(100), at: 0, length: 100, position: 0, scanFrom: 0, maxLen: 100 });
     try {
+      await threadReady(r);
       expect((await r.read(req())).lines).toBe(2);
       const pending = r.read(req());
       await (r as unknown as { worker: Worker }).worker.terminate();
@@ -108,6 +139,7 @@ describe('ScanReader', () => {
       expect(r.where).toBe('main');
       expect(await r.read(req())).toEqual(after);
       expect(failures.map((e) => e.message)).toEqual(['the reader thread exited (code 1)']);
+      expect(readyTold).toBe(1);
     } finally {
       closeSync(fd);
     }
