@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { sampler } from './proc.mjs';
 
@@ -74,9 +75,18 @@ export async function startAgent(root, o) {
   // directory; `--launch node` (or node flags) starts `node dist/cli.js`.
   const asProgram = (o.launch ?? process.env.BENCH_AGENT_LAUNCH ?? 'program') !== 'node' && !(o.nodeArgs?.length > 0);
   const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...(o.env ?? {}) };
+  // With node flags (the profile), the launcher's settings are given here:
+  // otherwise `run` re-executes itself to apply them (Node >= 22.15), and a
+  // profiler started before that is killed by its own SIGPROF.
+  const launcherEnv = () => {
+    const pool = String(Math.max(4, (o.threads ?? os.availableParallelism()) + 2));
+    return { MALLOC_ARENA_MAX: '1', _SPOOLSHIP_REEXECUTED: '1', UV_THREADPOOL_SIZE: pool, _SPOOLSHIP_POOL: pool };
+  };
   const child = asProgram
     ? spawn(cli, ['run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env })
-    : spawn(process.execPath, [...(o.nodeArgs ?? []), cli, 'run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env });
+    : o.nodeArgs?.length > 0
+      ? spawn(process.execPath, ['--max-semi-space-size=1', ...o.nodeArgs, cli, 'run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env: { ...launcherEnv(), ...env } })
+      : spawn(process.execPath, [cli, 'run', '-c', cfg], { cwd: o.workDir, stdio: ['ignore', logFd, logFd], env });
   closeSync(logFd);
   let exited = null;
   const exitP = new Promise((resolve) => child.once('exit', (code, sig) => resolve((exited = { code, sig }))));
