@@ -63,10 +63,15 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startAgent(config: Readonly<Config>, opts: { rescanMs?: number; clock?: Clock; heapGrowth?: AgentDeps['heapGrowth']; bodyDrops?: BodyDrops; scanSlice?: number; bodiesInMemoryBytes?: number; codec?: Codec } = {}): Promise<Running> {
+/** `logs`: the agent's log lines (info and above) are pushed there, parsed; silent without it. */
+export async function startAgent(
+  config: Readonly<Config>,
+  opts: { rescanMs?: number; clock?: Clock; heapGrowth?: AgentDeps['heapGrowth']; bodyDrops?: BodyDrops; scanSlice?: number; bodiesInMemoryBytes?: number; codec?: Codec; logs?: Array<Record<string, unknown>> } = {},
+): Promise<Running> {
   let fatal: unknown = null;
+  const logs = opts.logs;
   const agent = await Agent.start(config, {
-    log: pino({ level: 'silent' }),
+    log: logs ? pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) }) : pino({ level: 'silent' }),
     clock: opts.clock,
     rescanMs: opts.rescanMs ?? 50,
     heapGrowth: opts.heapGrowth,
