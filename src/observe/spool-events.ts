@@ -37,6 +37,11 @@ export function spoolEvents(o: { log: Logger; metrics: Metrics; linger: ReaderId
     onReadable: (ds, file) => log.info({ event: 'file_readable', datasource: ds, file }, 'a spool file that could not be opened is read again'),
     onReaderThreadFailed: (err) =>
       log.warn({ event: 'reader_thread_failed', err: err.message }, 'the reader thread could not start or stopped: files are read on the main thread from now on (nothing is lost; more CPU on the main thread)'),
+    onDeleteFailed: (ds, file, code) =>
+      log.warn(
+        { event: 'file_delete_failed', datasource: ds, file, code },
+        'on_complete: delete cannot delete a fully shipped file: it is kept (nothing is lost) and tried again at each scan; let the agent write to its directory',
+      ),
     onReaderThreadReady: () => log.debug({ event: 'reader_thread_ready' }, 'the reader thread has started: it reads the spool files from now on'),
   };
 }

@@ -7,13 +7,18 @@
 // With on_complete: delete, a file fully committed (to its end as a stat
 // sees it just before: nothing unread), idle for idle_ms and superseded
 // (renamed out of the patterns, or a file created after it grows in its
-// directory) is deleted and finished.
+// directory) is deleted and finished. A deletion refused (the directory
+// not writable by the agent, a read-only mount) keeps the file: one WARN
+// per streak, tried again at each scan.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { CompletionOptions } from './options.js';
 import { statPath } from './identity.js';
 import type { FileTailer } from './tailer.js';
 import { followed, quietSince, type Tailers } from './tailers.js';
+
+/** Files whose deletion was refused, told once until it works (the tailer is dropped with its file). */
+const deleteRefused = new WeakSet<FileTailer>();
 
 /**
  * `unfound`: when each file of the state without a tailer was first missed by
@@ -31,7 +36,14 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
     if (o.onComplete === 'delete' && !t.deleted && (followed(t) || t.detached) && fullyCommitted && t.unreadBytes === 0) {
       const idle = o.clock.now() - quietSince(t) >= o.idleMs;
       if (idle && (await superseded(t, tailers)) && (await unchangedSinceRead(t))) {
-        await fsp.rm(t.path, { force: true });
+        try {
+          await fsp.rm(t.path, { force: true });
+        } catch (err) {
+          if (!deleteRefused.has(t)) o.events.onDeleteFailed?.(t.ds, t.path, (err as NodeJS.ErrnoException).code ?? String(err));
+          deleteRefused.add(t);
+          continue;
+        }
+        deleteRefused.delete(t);
         await t.closeFd();
         t.markDeleted();
         t.finish();

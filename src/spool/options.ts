@@ -27,6 +27,8 @@ export interface SpoolerEvents {
   onUnreadable?(ds: string, file: string, code: string): void;
   /** A file reported unreadable opens again: reading goes on where it was. */
   onReadable?(ds: string, file: string): void;
+  /** on_complete: delete could not delete a finished file (EACCES, EROFS, ...): it is kept, tried again at each scan; once per streak. */
+  onDeleteFailed?(ds: string, file: string, code: string): void;
   /** The reader thread could not start or died: reads go on in the main thread (spool/scan-reader.ts). */
   onReaderThreadFailed?(err: Error): void;
   /** The reader thread has started: it takes the reads from now on (until then they are done in the main thread). */
@@ -87,5 +89,5 @@ export type ReadOptions = Pick<SpoolerOptions, 'batcher' | 'clock' | 'idleMs' | 
 
 /** What forgetting and deleting finished files uses (completion.ts). */
 export type CompletionOptions = Pick<SpoolerOptions, 'store' | 'clock' | 'idleMs' | 'forgetAfterMs' | 'onComplete'> & {
-  events: Pick<SpoolerEvents, 'onFinished'>;
+  events: Pick<SpoolerEvents, 'onFinished' | 'onDeleteFailed'>;
 };
