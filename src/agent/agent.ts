@@ -438,6 +438,7 @@ export class Agent {
       readerThread: this.readerThread,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
+      onFatal: (err) => this.fatal(err),
     });
   }
 

@@ -59,6 +59,8 @@ export interface SpoolerOptions {
   scanSlice?: number;
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
   listFiles?: typeof listFiles;
+  /** The scan-and-read loop failed unexpectedly: the agent's fatal error (an ERROR, then exit 1). Without it, close() throws it. */
+  onFatal?: (err: unknown) => void;
 }
 
 /** Backpressure: where the read loop waits for the pipeline to take more. */

@@ -63,7 +63,11 @@ export class Spooler implements LongLived, SeenNow {
 
   start(): void {
     this.stopRescan = every(this.o.clock, this.o.rescanMs, () => this.safetyPoke());
-    this.loop = this.run();
+    // An unexpected failure is the agent's fatal error, not an unhandled rejection.
+    this.loop = this.run().catch((err: unknown) => {
+      if (!this.o.onFatal) throw err;
+      this.o.onFatal(err);
+    });
   }
 
   /** Stop reading (SIGTERM): the loop finishes its current chunk and returns; the files are closed. */

@@ -3,6 +3,8 @@
 // go on saying so once that scan has ended, even by a failure. A caughtUp
 // stuck at false holds the end-of-backlog rule back: a Data Source's last
 // part-full batch then waits for its linger instead of going at once.
+// And a failure of the loop is the agent's fatal error (an ERROR, exit 1):
+// it was an unhandled rejection, a crash with a bare stack.
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -44,5 +46,26 @@ describe('a scan that fails between its slices', () => {
     expect(s.spooler.caughtUp('ev'), "'ev' caught up once the failed scan has ended").toBe(true);
     s.batcher.closeAll();
     expect(s.closed.flatMap((b) => b.body.toString().split('\n').filter(Boolean))).toEqual(['{"i":1}']);
+  });
+
+  it("is the agent's fatal error when it has one (onFatal), and close() then returns", async () => {
+    const failure = new TypeError('injected: the listing fails');
+    const fatal: unknown[] = [];
+    let told!: () => void;
+    const toldP = new Promise<void>((resolve) => (told = resolve));
+    const s = await setup(
+      {},
+      {
+        listFiles: () => Promise.reject(failure),
+        onFatal: (err) => {
+          fatal.push(err);
+          told();
+        },
+      },
+    );
+    s.spooler.start();
+    await toldP;
+    expect(fatal).toEqual([failure]);
+    await s.spooler.close();
   });
 });
