@@ -15,7 +15,7 @@
 // kubernetes-models checks types, required fields and formats but not
 // unknown fields, so the fields that matter are asserted at their exact paths.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -207,6 +207,35 @@ function sourceFiles(dir = DIR): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.yaml') ? [path.relative(DIR, path.join(dir, e.name))] : []));
 }
 
+/**
+ * The state-owner init container's command, run as root with CAP_CHOWN
+ * alone (its securityContext), on a fresh root-owned directory (the first
+ * start) and on one the agent has used (0700, its files 0600: root without
+ * CAP_DAC_READ_SEARCH cannot list it). A `chown -R` failed on the second, so
+ * no pod of the DaemonSet started again after its first run.
+ */
+function expectStateOwnerWorks(command: string[], stateDir: string): void {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'spoolship-state-owner-'));
+  try {
+    const fresh = path.join(base, 'fresh');
+    const used = path.join(base, 'used');
+    mkdirSync(fresh, { mode: 0o755 });
+    mkdirSync(used, { mode: 0o700 });
+    writeFileSync(path.join(used, 'checkpoint'), 'x', { mode: 0o600 });
+    chownSync(path.join(used, 'checkpoint'), 10001, 10001);
+    chownSync(used, 10001, 10001);
+    chmodSync(used, 0o700);
+    for (const dir of [fresh, used]) {
+      const argv = command.map((a) => a.split(stateDir).join(dir));
+      execFileSync('setpriv', ['--bounding-set', '-all,+chown', '--inh-caps', '-all', '--', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const st = statSync(dir);
+      expect({ dir: path.basename(dir), uid: st.uid, gid: st.gid }).toEqual({ dir: path.basename(dir), uid: 10001, gid: 10001 });
+    }
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
 describe('deploy/kubernetes', () => {
   const overlays = { daemonset: render('overlays/daemonset'), sidecar: render('overlays/sidecar'), redis: render('redis'), base: render('base') };
 
@@ -313,8 +342,9 @@ describe('deploy/kubernetes', () => {
     expect(state.readOnly).toBe(false);
     // The kubelet creates hostPath dirs as root: the init container hands the state dir to the agent's user.
     const init = spec.initContainers!.find((x) => x.name === 'state-owner')!;
-    expect(init.command).toEqual(['chown', '-R', '10001:10001', config.state_dir]);
+    expect(init.command!.join(' ')).toContain(config.state_dir);
     expect(init.securityContext?.capabilities).toEqual({ drop: ['ALL'], add: ['CHOWN'] });
+    expectStateOwnerWorks(init.command!, config.state_dir);
     // A surge pod would find the state_dir locked by the old one.
     expect((ds as unknown as { spec: { updateStrategy: unknown } }).spec.updateStrategy).toMatchObject({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0 } });
   });
