@@ -20,12 +20,14 @@
 // covers bytes acknowledged, dead-lettered or durably queued; the report
 // splits it: `committed` is acknowledged or dead-lettered, `queued` waits in
 // the disk retry queue (not acknowledged: version 1 counted it as committed,
-// so `read 201 / acked 200` showed nothing unacknowledged). A parked agent's
-// backlog shows as queued, not behind: size = committed + queued + behind.
+// so `read 201 / acked 200` showed nothing unacknowledged). `behind` is
+// what is not committed, queued bytes included, as spoolship_behind_bytes
+// counts it (version 2 left queued bytes out: a parked agent's backlog
+// showed "behind 0"): size = committed + behind, queued <= behind.
 //
 // `version` changes only when a field changes meaning or goes away.
 
-export const STATUS_VERSION = 2;
+export const STATUS_VERSION = 3;
 
 export type StatusSource = 'agent' | 'state_dir';
 
@@ -38,7 +40,7 @@ export interface FileStatus {
   committed: number;
   /** Bytes read and waiting in the disk retry queue: kept, not acknowledged. */
   queued: number;
-  /** Bytes on disk neither committed nor queued (of those read, when the size is unknown). */
+  /** Bytes on disk not committed, queued ones included, as spoolship_behind_bytes counts them (of those read, when the size is unknown). */
   behind: number;
 }
 
@@ -152,6 +154,7 @@ export function fileBytes(size: number | null, read: number, committedOffset: nu
     queuedBelow += Math.max(0, Math.min(r.end, committedOffset) - r.start);
   }
   const committed = committedOffset - queuedBelow;
-  const behind = Math.max(0, (size ?? read) - committed - queuedBytes);
+  // Queued bytes are kept, not acknowledged: behind, as the metric counts them (an outage shows as growth).
+  const behind = Math.max(0, (size ?? read) - committed);
   return { committed, queued: queuedBytes, behind };
 }

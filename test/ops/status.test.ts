@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/report/report.js';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
+import { configFor, gauge, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { CLI, listenOf, runCli, startCli, writeConfig } from './helpers.js';
 
 async function statusJson(cfg: string, cwd: string): Promise<StatusReport> {
@@ -51,7 +51,7 @@ describe('status from the running agent', () => {
     const direct = await fetchStatus(adminUrl);
     expect({ ...report, generated_at: '' }).toEqual({ ...direct, generated_at: '' });
     expect(report).toMatchObject({
-      version: 2,
+      version: 3,
       source: 'agent',
       state_dir: path.join(dir, 'state'),
       agent: { running: true, pid: process.pid, admin_url: adminUrl, admin_error: null, ready: true, reasons: [] },
@@ -138,12 +138,14 @@ describe('status from the running agent', () => {
     expect(s!.datasources[0]).toMatchObject({ datasource: 'app', parked: 'token_rejected', last_error: 'HTTP 403', lines_read: 1, lines_acked: 0 });
     // The batch waits in memory, then in the disk retry queue; its bytes show
     // as queued, not committed (nothing was acknowledged), once it is queued
-    // durably (the queue record first, then the journal).
+    // durably (the queue record first, then the journal); and as behind, as
+    // spoolship_behind_bytes counts them (an outage shows as growth).
     const queued = await waitFor(async () => {
       const r = await fetchStatus(agent.adminUrl!);
       return r.queue.batches === 1 && r.datasources[0]?.bytes_queued === 8 ? r : null;
     }, 'the parked batch in the disk queue');
-    expect(queued!.datasources[0]).toMatchObject({ bytes_committed: 0, bytes_queued: 8, bytes_behind: 0, parked: 'token_rejected' });
+    expect(queued!.datasources[0]).toMatchObject({ bytes_committed: 0, bytes_queued: 8, bytes_behind: 8, parked: 'token_rejected' });
+    expect(await gauge(agent, 'spoolship_behind_bytes', '{datasource="app"}')).toBe(8);
   });
 });
 
@@ -168,7 +170,7 @@ describe('status from the state dir', () => {
 
     const report = await statusJson(cfg, dir);
     expect(report).toMatchObject({
-      version: 2,
+      version: 3,
       source: 'state_dir',
       state_dir: state,
       agent: { running: false, pid: null, api: null, ready: null },
@@ -263,11 +265,11 @@ describe('status from the state dir', () => {
     const byDs = (r: StatusReport) => Object.fromEntries(r.datasources.map((d) => [d.datasource, d.queue]));
     expect(byDs(live!)).toEqual({ app: live!.queue, web: { batches: 0, bytes: 0 } });
     const size = statSync(file).size;
-    // Read, durably queued, not yet acknowledged: committed is 0, the file's bytes show as queued, none behind.
-    const queuedApp = { datasource: 'app', lines_acked: 0, lines_dead_lettered: 0, bytes_read: size, bytes_committed: 0, bytes_queued: size, bytes_behind: 0, files: [{ path: file, size, read: size, committed: 0, queued: size, behind: 0 }] };
+    // Read, durably queued, not yet acknowledged: committed is 0, the file's bytes show as queued, and all of them as behind.
+    const queuedApp = { datasource: 'app', lines_acked: 0, lines_dead_lettered: 0, bytes_read: size, bytes_committed: 0, bytes_queued: size, bytes_behind: size, files: [{ path: file, size, read: size, committed: 0, queued: size, behind: size }] };
     expect(live!.datasources[0]).toMatchObject(queuedApp);
     const table = await runCli(['status', '-c', await writeConfig(dir, emu, { admin: { listen: listenOf(agent.adminUrl!) } })], dir);
-    expect(table.stdout).toMatch(new RegExp(`\\napp\\s+10\\s+0\\s+0\\s+${size} B\\s+0 B\\s+${size} B\\s+0 B\\s+1\\s`));
+    expect(table.stdout).toMatch(new RegExp(`\\napp\\s+10\\s+0\\s+0\\s+${size} B\\s+0 B\\s+${size} B\\s+${size} B\\s+1\\s`));
     await stop();
     const report = await statusJson(await writeConfig(dir, emu), dir);
     expect(report.queue).toEqual(live!.queue);
@@ -320,7 +322,7 @@ describe('status from the state dir', () => {
     expect(r.code).toBe(0);
     const reports = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as StatusReport);
     expect(reports.length).toBeGreaterThanOrEqual(2);
-    for (const s of reports) expect(s).toMatchObject({ version: 2, source: 'state_dir', datasources: [] });
+    for (const s of reports) expect(s).toMatchObject({ version: 3, source: 'state_dir', datasources: [] });
 
     const plain = startCli(['status', '--watch', '-c', cfg], dir);
     await waitFor(() => plain.stdout().split('spoolship status at').length >= 3, 'two plain reports');
