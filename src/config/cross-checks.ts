@@ -6,6 +6,7 @@ import type { ConfigProblem } from '../errors.js';
 import type { Origins } from './raw.js';
 import type { Config } from './types.js';
 import { formatBytes } from './units.js';
+import { tokenCharProblem } from '../util/token-chars.js';
 
 export interface CrossResult {
   problems: ConfigProblem[];
@@ -38,6 +39,10 @@ export const NO_BASE_URL =
 function problems(c: Config, usable: Usable, origins: Origins): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   const problem = (path: string, value: unknown, why: string) => out.push({ path, value, why });
+  for (const [key, token] of [['api.token', c.api.token], ['clusters.token', c.clusters.token]] as const) {
+    const why = token !== null && usable(key) ? tokenCharProblem(token) : null;
+    if (why) problem(key, '***', why);
+  }
   if (usable('api.token', 'api.token_file') && c.api.token !== null && c.api.token_file !== null) {
     const by = origins.has('api.token') ? ` (set by ${origins.get('api.token')})` : '';
     problem('api.token_file', c.api.token_file, `api.token is set too${by}; set only one: token_file (re-read on SIGHUP and when it changes) or token`);

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { BearerToken } from './http-client.js';
 import { FilePoll } from '../util/file-poll.js';
+import { tokenCharProblem } from '../util/token-chars.js';
 
 
 export class TokenSource implements LongLived, BearerToken {
@@ -54,6 +55,12 @@ export class TokenSource implements LongLived, BearerToken {
       if (this.value === '') {
         throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'}); create it or fix the path` }]);
       }
+      return false;
+    }
+    const bad = tokenCharProblem(text);
+    if (bad) {
+      // At start a config error; later the token in use is kept (a rewrite may follow).
+      if (this.value === '') throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `its token ${bad}` }]);
       return false;
     }
     this.stamp = stamp;
