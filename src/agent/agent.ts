@@ -37,7 +37,7 @@ import type { HeapGrowth } from '../util/heap-growth.js';
 import { StateStore } from '../state/store.js';
 import { relocateFiles } from '../spool/relocate.js';
 import { linesRead, spoolEvents, symlinkSkipped } from '../observe/spool-events.js';
-import { deadLetterDropped, queueCompacted, queueRecordSkipped, startStateFault, stateDirTightened, stateFaultGauge, stateLockEvents } from '../observe/state-events.js';
+import { deadLetterDropped, queueAcksDamaged, queueCompacted, queueRecordSkipped, startStateFault, stateDirTightened, stateFaultGauge, stateLockEvents } from '../observe/state-events.js';
 import { ApiConnection } from './api-connection.js';
 import { StartedParts, partOf } from './lifecycle.js';
 import { StopSequence, type RunningParts } from './stop.js';
@@ -323,7 +323,7 @@ export class Agent {
       path.join(c.state_dir, 'queue'),
       c.queue.max_bytes,
       queueRecordSkipped(metrics, log, () => this.resender?.checkQueue(), this.damagedQueueFiles),
-      { onCompacted: queueCompacted(log) },
+      { onCompacted: queueCompacted(log), onAcksDamaged: queueAcksDamaged(metrics, log) },
     );
     this.parts.add('retry queue', this.queue);
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });

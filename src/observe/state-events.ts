@@ -74,6 +74,22 @@ export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () 
 }
 
 /**
+ * acks.log holds damaged records (its CRCs fail where records follow): the
+ * batches they acknowledged cannot be told and are sent again, so the
+ * platform may store them twice. One ERROR naming the file and its ranges,
+ * counted as corrupt records.
+ */
+export function queueAcksDamaged(metrics: Metrics, log: Logger): (file: string, ranges: ReadonlyArray<{ start: number; end: number }>) => void {
+  return (file, ranges) => {
+    metrics.queueCorrupt.inc(ranges.length);
+    log.error(
+      { event: 'queue_acks_corrupt', file, ranges: ranges.map((r) => [r.start, r.end]) },
+      'retry queue: acknowledgement records are damaged; the batches they acknowledged cannot be told and are sent again (the platform may store them twice); nothing is lost',
+    );
+  };
+}
+
+/**
  * The retry queue moved a segment's waiting batches to its tail (compaction,
  * docs/delivery.md): DEBUG per move; a move the full disk undid is tried
  * again at the next acknowledgement (DEBUG); one that could not be undone

@@ -220,19 +220,30 @@ export function encodeAck(ref: QueueRef): Buffer {
   return frame(Buffer.from(JSON.stringify([ref.seg, ref.off])));
 }
 
-/** The records acks.log names (as ackKey); none when it does not exist. A torn last ack is not counted. */
-export async function readAcks(dir: string): Promise<Set<string>> {
-  const set = new Set<string>();
+/** A damaged stretch of a state file: bytes [start, end). */
+export interface ByteSpan {
+  start: number;
+  end: number;
+}
+
+/**
+ * The records acks.log names (as ackKey); none when it does not exist. A
+ * torn last ack is not counted; a damaged one (its CRC fails, records
+ * follow) is in `damaged`: which record it acknowledged cannot be told.
+ */
+export async function readAcks(dir: string): Promise<{ acked: Set<string>; damaged: ByteSpan[] }> {
+  const acked = new Set<string>();
   let data: Buffer;
   try {
     data = await fsp.readFile(path.join(dir, ACKS_FILE));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return set;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { acked, damaged: [] };
     throw err;
   }
-  for (const p of unframeAll(data).payloads) {
+  const { payloads, corrupt } = unframeAll(data);
+  for (const p of payloads) {
     const [seg, off] = JSON.parse(p.toString('utf8')) as [number, number];
-    set.add(ackKey({ seg, off }));
+    acked.add(ackKey({ seg, off }));
   }
-  return set;
+  return { acked, damaged: corrupt };
 }

@@ -40,7 +40,7 @@ import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type QueuedHeader, type QueueRef } from './format.js';
+import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type ByteSpan, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
 import { RecordIndex } from './record-index.js';
 import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord, type QueueCorruptHandler } from './segments.js';
@@ -52,6 +52,8 @@ export interface QueueOptions {
   segmentBytes?: number;
   onCompactStep?: CompactTarget['onStep'];
   onCompacted?: (e: { segment: number; records: number; outcome: 'done' | 'failed' | 'stuck' }) => void;
+  /** acks.log holds damaged records (told at open, before it is rewritten): the batches they acknowledged come back. */
+  onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void;
 }
 
 export interface QueuedBatch {
@@ -368,7 +370,9 @@ export class RetryQueue implements LongLived {
   /** Index every segment by walking frame headers (bodies are not read), apply acks, cut torn tails. */
   private async load(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
-    const found = await indexSegments(this.dir, await readAcks(this.dir), this.onCorrupt);
+    const acks = await readAcks(this.dir);
+    if (acks.damaged.length > 0) this.t.onAcksDamaged?.(path.join(this.dir, ACKS_FILE), acks.damaged);
+    const found = await indexSegments(this.dir, acks.acked, this.onCorrupt);
     this.ix = new RecordIndex(found);
     // The copies of a compaction cut short count as acknowledged (compact.ts); rewriteAcks below writes them.
     const copies = await leftCopies(this.dir, this.ix.entries, new Set(this.ix.segBytes.keys()), async (e) => (await this.headerOf(e))?.header.id);

@@ -6,8 +6,9 @@
 // left by a compaction cut short; a torn tail (being written, or left by a
 // crash) is not counted, and a damaged record is skipped as the queue skips it.
 import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { isLeftCopy, unfinishedCompaction } from '../queue/compact.js';
-import { ackKey, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type QueuedHeader } from '../queue/format.js';
+import { ACKS_FILE, ackKey, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type ByteSpan, type QueuedHeader } from '../queue/format.js';
 
 export interface QueueView {
   batches: number;
@@ -41,9 +42,14 @@ export async function readQueueView(queueDir: string): Promise<QueueView> {
   return { batches: records.length, bytes: records.reduce((n, r) => n + r.len, 0), byDataSource };
 }
 
-/** Every record not acknowledged, by segment and offset; with `headers`, each one's header too. */
-export async function readQueueRecords(queueDir: string, headers = true): Promise<QueueRecordView[]> {
-  const acked = await readAcks(queueDir);
+/**
+ * Every record not acknowledged, by segment and offset; with `headers`, each
+ * one's header too. `onAcksDamaged`: acks.log holds damaged records, so a
+ * batch listed may have been acknowledged already.
+ */
+export async function readQueueRecords(queueDir: string, headers = true, onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void): Promise<QueueRecordView[]> {
+  const { acked, damaged } = await readAcks(queueDir);
+  if (damaged.length > 0) onAcksDamaged?.(path.join(queueDir, ACKS_FILE), damaged);
   const out: QueueRecordView[] = [];
   const segments = await listSegments(queueDir);
   // Copies a compaction cut short left count as acknowledged, as the queue counts them (queue/compact.ts).

@@ -70,6 +70,33 @@ describe('RetryQueue', () => {
     expect(corrupt).toEqual([]);
   });
 
+  it('reports damaged acknowledgement records in acks.log (the file, the byte ranges), in the queue and in its read-only view, before acks.log is rewritten', async () => {
+    const dir = await qdir();
+    const q = await RetryQueue.open(dir, 1 << 30, () => undefined);
+    for (let i = 1; i <= 3; i++) await q.append(header(i), Buffer.from(`body ${i}`));
+    for (let i = 0; i < 2; i++) await q.ack((await q.take())!.ref);
+    await q.close();
+    // One byte of the first ack's payload changed: its CRC fails, and it is not the last record (no torn tail).
+    const acksFile = path.join(dir, 'acks.log');
+    const acks = await readFile(acksFile);
+    acks[9] = acks[9]! ^ 0x01;
+    await writeFile(acksFile, acks);
+    const seen: Array<{ file: string; ranges: Array<{ start: number; end: number }> }> = [];
+    const view = await readQueueRecords(dir, true, (file, ranges) => seen.push({ file, ranges }));
+    // Which batch the damaged ack acknowledged cannot be told: the batch comes back (listed), and that is said.
+    expect(view.map((r) => r.header?.id)).toEqual([1, 3]);
+    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges }) });
+    expect(again.batches).toBe(2);
+    await again.close();
+    // The first ack: an 8-byte frame header (length, CRC), then its payload.
+    const damaged = { file: acksFile, ranges: [{ start: 0, end: 8 + acks.readUInt32LE(0) }] };
+    expect(seen).toEqual([damaged, damaged]);
+    // Told once: the rewritten acks.log holds the good ack only.
+    const third = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges }) });
+    await third.close();
+    expect(seen).toHaveLength(2);
+  });
+
   it('cuts a torn tail at open and reports it as torn (cut quietly, not counted as corrupt); the records before it survive', async () => {
     const dir = await qdir();
     const q = await RetryQueue.open(dir, 1 << 30, () => undefined);

@@ -122,9 +122,18 @@ function printMoves(answer: Exclude<ControlAnswer, { ok: false }>, json: boolean
   return EXIT_OK;
 }
 
+/** acks.log holds damaged records (a stopped agent's state_dir): said on stderr, as the agent says it at its start. */
+function acksDamaged(io: CliIo): (file: string, ranges: ReadonlyArray<{ start: number; end: number }>) => void {
+  return (file, ranges) =>
+    io.stderr.write(
+      `spoolship queue: warning: ${file}: damaged acknowledgement records (bytes ${ranges.map((r) => `${r.start}-${r.end}`).join(', ')}): ` +
+        'a batch listed may have been acknowledged already, and sending it again may store it twice\n',
+    );
+}
+
 /** The state_dir of a stopped agent: every batch there is queued. */
 async function list(config: Readonly<Config>, datasource: string | undefined, json: boolean, io: CliIo): Promise<number> {
-  const records = (await readQueueRecords(path.join(config.state_dir, 'queue'))).filter((r) => r.header && (datasource === undefined || r.header.ds === datasource));
+  const records = (await readQueueRecords(path.join(config.state_dir, 'queue'), true, acksDamaged(io))).filter((r) => r.header && (datasource === undefined || r.header.ds === datasource));
   const now = Date.now();
   const rows: QueueRow[] = records.map((r) => {
     const h = r.header!;
@@ -177,7 +186,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
     throw err;
   }
   try {
-    const records = await readQueueRecords(queueDir);
+    const records = await readQueueRecords(queueDir, true, acksDamaged(io));
     const selected = records.filter((r) => r.header && (ids.length > 0 ? ids.includes(r.header.id) : r.header.ds === datasource) && (datasource === undefined || r.header.ds === datasource));
     const known = new Set(records.map((r) => r.header?.id));
     const unknown = ids.filter((id) => !known.has(id));

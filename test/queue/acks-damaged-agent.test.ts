@@ -1,0 +1,46 @@
+// A damaged acknowledgement record in the retry queue's acks.log (its CRC
+// fails, records follow: not a torn tail) cannot say which batch it
+// acknowledged: that batch comes back and is sent again. It was dropped
+// without a word, and the start's rewrite of acks.log erased it. SPEC
+// section 3: any check failure but a torn tail is "an ERROR naming the file".
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { encodeAck } from '../../src/queue/format.js';
+import { configFor, gauge, startAgent, startEmu, tempDir } from '../pipeline/helpers.js';
+import { runCli, writeConfig } from '../ops/helpers.js';
+
+/** acks.log of two records, the first damaged (one byte of its payload changed); that record's length. */
+function damagedAcks(queueDir: string): { file: string; firstLength: number } {
+  mkdirSync(queueDir, { recursive: true, mode: 0o700 });
+  const first = encodeAck({ seg: 1, off: 0 });
+  first[first.length - 1] ^= 0x01;
+  const file = path.join(queueDir, 'acks.log');
+  writeFileSync(file, Buffer.concat([first, encodeAck({ seg: 1, off: 40 })]), { mode: 0o600 });
+  return { file, firstLength: first.length };
+}
+
+describe('a damaged record in acks.log', () => {
+  it('is one ERROR queue_acks_corrupt naming the file and its byte range at the start, counted as a corrupt record', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu);
+    const { file, firstLength } = damagedAcks(path.join(config.state_dir, 'queue'));
+    const logs: Array<Record<string, unknown>> = [];
+    const { agent, stop } = await startAgent(config, { logs });
+    try {
+      expect(logs.filter((l) => l.event === 'queue_acks_corrupt')).toMatchObject([{ level: 50, file, ranges: [[0, firstLength]] }]);
+      expect(await gauge(agent, 'spoolship_queue_corrupt_records_total')).toBe(1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('is a warning naming the file and its bytes in queue list on a stopped agent (a batch listed may have been acknowledged)', async () => {
+    const dir = await tempDir();
+    const { file, firstLength } = damagedAcks(path.join(dir, 'state', 'queue'));
+    const r = await runCli(['queue', 'list', '-c', await writeConfig(dir, null)], dir);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`spoolship queue: warning: ${file}: damaged acknowledgement records (bytes 0-${firstLength}): a batch listed may have been acknowledged already`);
+  });
+});
