@@ -6,9 +6,10 @@
 // left by a compaction cut short; a torn tail (being written, or left by a
 // crash) is not counted, and a damaged record is skipped as the queue skips it.
 import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isLeftCopy, unfinishedCompaction } from '../queue/compact.js';
-import { ACKS_FILE, ackKey, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type ByteSpan, type QueuedHeader } from '../queue/format.js';
+import { ACKS_FILE, ackKey, decodeRecord, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type ByteSpan, type QueuedHeader } from '../queue/format.js';
 
 export interface QueueView {
   batches: number;
@@ -45,9 +46,11 @@ export async function readQueueView(queueDir: string): Promise<QueueView> {
 /**
  * Every record not acknowledged, by segment and offset; with `headers`, each
  * one's header too. `onAcksDamaged`: acks.log holds damaged records, so a
- * batch listed may have been acknowledged already.
+ * batch listed may have been acknowledged already. `verify`: each record is
+ * read whole and its CRC checked (`queue list|dead-letter`; `status` reads
+ * headers only): a damaged one has no header.
  */
-export async function readQueueRecords(queueDir: string, headers = true, onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void): Promise<QueueRecordView[]> {
+export async function readQueueRecords(queueDir: string, headers = true, onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void, verify = false): Promise<QueueRecordView[]> {
   const { acked, damaged } = await readAcks(queueDir);
   if (damaged.length > 0) onAcksDamaged?.(path.join(queueDir, ACKS_FILE), damaged);
   const out: QueueRecordView[] = [];
@@ -67,7 +70,8 @@ export async function readQueueRecords(queueDir: string, headers = true, onAcksD
       const { records } = await indexSegment(fh, (await fh.stat()).size);
       for (const { off, len } of records) {
         if (acked.has(ackKey({ seg, off }))) continue;
-        const rec = headers || cut ? await readRecordHeader(fh, off, len, segmentFile(queueDir, seg)) : null;
+        const file = segmentFile(queueDir, seg);
+        const rec = verify ? await readVerified(fh, off, len, file) : headers || cut ? await readRecordHeader(fh, off, len, file) : null;
         if (isLeftCopy(cut, { seg, off }, rec?.header.id)) continue;
         out.push({ seg, off, len, bodyBytes: rec?.bodyBytes ?? 0, header: rec?.header ?? null });
       }
@@ -76,4 +80,12 @@ export async function readQueueRecords(queueDir: string, headers = true, onAcksD
     }
   }
   return out;
+}
+
+/** The record's header after its CRC is checked, or null (damaged). */
+async function readVerified(fh: FileHandle, off: number, len: number, file: string): Promise<{ header: QueuedHeader; bodyBytes: number } | null> {
+  const record = Buffer.allocUnsafe(len);
+  const { bytesRead } = await fh.read(record, 0, len, off);
+  const decoded = bytesRead === len ? decodeRecord(record, file) : null;
+  return decoded && typeof decoded.header.id === 'number' ? { header: decoded.header, bodyBytes: decoded.body.length } : null;
 }

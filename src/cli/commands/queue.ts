@@ -12,7 +12,8 @@ import { loadConfig, NETWORK_KEYS } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
-import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, StateLockedError, UsageError, fsErrorMessage } from '../../errors.js';
+import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, SpoolshipError, StateLockedError, UsageError, fsErrorMessage } from '../../errors.js';
+import { segmentFile } from '../../queue/format.js';
 import { deadLetterInputs } from '../../deadletter/from-batch.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
@@ -131,9 +132,24 @@ function acksDamaged(io: CliIo): (file: string, ranges: ReadonlyArray<{ start: n
     );
 }
 
+/**
+ * Every record of a stopped agent's queue, CRC-checked; each damaged one is
+ * a warning naming its segment file (it is not listed, nor moved).
+ */
+async function checkedRecords(queueDir: string, io: CliIo): Promise<QueueRecordView[]> {
+  const records = await readQueueRecords(queueDir, true, acksDamaged(io), true);
+  for (const r of records.filter((x) => !x.header)) {
+    io.stderr.write(
+      `spoolship queue: warning: ${segmentFile(queueDir, r.seg)}: a damaged record at offset ${r.off} (its batch cannot be read; not listed): ` +
+        'the agent reads its lines again from the spool at its start, or counts them lost with an ERROR\n',
+    );
+  }
+  return records;
+}
+
 /** The state_dir of a stopped agent: every batch there is queued. */
 async function list(config: Readonly<Config>, datasource: string | undefined, json: boolean, io: CliIo): Promise<number> {
-  const records = (await readQueueRecords(path.join(config.state_dir, 'queue'), true, acksDamaged(io))).filter((r) => r.header && (datasource === undefined || r.header.ds === datasource));
+  const records = (await checkedRecords(path.join(config.state_dir, 'queue'), io)).filter((r) => r.header && (datasource === undefined || r.header.ds === datasource));
   const now = Date.now();
   const rows: QueueRow[] = records.map((r) => {
     const h = r.header!;
@@ -186,7 +202,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
     throw err;
   }
   try {
-    const records = await readQueueRecords(queueDir, true, acksDamaged(io));
+    const records = await checkedRecords(queueDir, io);
     const selected = records.filter((r) => r.header && (ids.length > 0 ? ids.includes(r.header.id) : r.header.ds === datasource) && (datasource === undefined || r.header.ds === datasource));
     const known = new Set(records.map((r) => r.header?.id));
     const unknown = ids.filter((id) => !known.has(id));
@@ -198,7 +214,7 @@ async function moveToDeadLetters(config: Readonly<Config>, ids: number[], dataso
     try {
       // Everything is read and sized first: a batch that does not fit moves nothing.
       const moves: Array<{ rec: QueueRecordView; inputs: DeadLetterInput[] }> = [];
-      for (const rec of selected) moves.push({ rec, inputs: await linesOf(rec, queue, store) });
+      for (const rec of selected) moves.push({ rec, inputs: await linesOf(rec, queue, store, queueDir) });
       const need = moves.reduce((n, m) => n + m.inputs.reduce((k, i) => k + Buffer.byteLength(encodeRecord(toRecord(i, new Date()))) + 1, 0), 0);
       if (dead.bytes + need > config.dead_letter.max_bytes) {
         io.stderr.write(`spoolship queue dead-letter: the batches need ${need} bytes and the dead-letter store has ${Math.max(0, config.dead_letter.max_bytes - dead.bytes)} left (dead_letter.max_bytes); nothing moved\n`);
@@ -234,9 +250,15 @@ function printMoved(batches: number, lines: number, json: boolean, io: CliIo): n
 }
 
 /** The lines of a queued batch, as dead-letter inputs with their file and offset when the state knows them. */
-async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStore): Promise<DeadLetterInput[]> {
+async function linesOf(rec: QueueRecordView, queue: RetryQueue, store: StateStore, queueDir: string): Promise<DeadLetterInput[]> {
   const batch = await queue.readRecord({ seg: rec.seg, off: rec.off });
-  if (!batch) throw new Error(`queued batch ${rec.header!.id} cannot be read (damaged); start the agent: it reads such a batch again from the spool`);
+  if (!batch) {
+    throw new SpoolshipError(
+      'SPOOLSHIP_ERR_QUEUE_RECORD_DAMAGED',
+      `queued batch ${rec.header!.id} cannot be read: its record in ${segmentFile(queueDir, rec.seg)} (offset ${rec.off}) is damaged; nothing moved. Start the agent: it reads its lines again from the spool, or counts them lost with an ERROR`,
+      EXIT_FAILURE,
+    );
+  }
   const raw = batch.header.encoding ? await decodeBody(batch.header.encoding, batch.body) : batch.body;
   const q = store.queuedIntents().find((x) => x.id === batch.header.id);
   return deadLetterInputs(batch.header.ds, [{ lineStart: 0, raw }], 'operator', batch.header.history?.lastStatus ?? null, q?.ranges, (k) => store.metaOf(k)?.path);
