@@ -426,7 +426,7 @@ describe('dead-letter purge', () => {
 });
 
 describe('a damaged dead-letter record', () => {
-  it('is listed as unreadable (a warning), never as a record, and never replayed; the others are', async () => {
+  it('is unreadable (a warning naming the file in list, replay and purge), never listed, replayed nor purged; the others are', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
     const state = path.join(dir, 'state');
@@ -438,10 +438,16 @@ describe('a damaged dead-letter record', () => {
     const list = await runCli(['dead-letter', 'list', '-c', cfg, '--json'], dir);
     expect(list.code).toBe(0);
     expect(jsonLinesOf(list.stdout).map((r) => r.line)).toEqual(['{"a":2}']);
-    expect(list.stderr).toContain('1 unreadable line(s)');
+    const warning = `spoolship dead-letter: warning: ${file}: 1 unreadable line(s) (damaged: a CRC that does not match, or a write torn by a crash); kept, never listed, replayed nor purged`;
+    expect(list.stderr).toContain(warning);
     const replay = await runCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
     expect(JSON.parse(replay.stdout)).toMatchObject({ selected: 1, acknowledged: 1 });
+    expect(replay.stderr).toContain(warning);
     expect(rows(emu, dir, 'app')).toEqual(['{"a":2}']);
+    const purge = await runCli(['dead-letter', 'purge', '--yes', '-c', cfg, '--json'], dir);
+    expect(JSON.parse(purge.stdout)).toEqual({ removed: 0 });
+    expect(purge.stderr).toContain(warning);
+    expect(readFileSync(file, 'utf8')).toContain('{\\"a\\":7}');
   });
 });
 

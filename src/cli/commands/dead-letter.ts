@@ -5,7 +5,7 @@ import { loadConfig, NETWORK_KEYS, ONE_SHOT_UNUSED_KEYS } from '../../config/ind
 import { askControl } from '../../control/client.js';
 import type { Config } from '../../config/types.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError } from '../../errors.js';
-import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter } from '../../deadletter/files.js';
+import { DEAD_LETTER_REASONS, listDeadLetterFiles, listDeadLetters, specRecord, type Filter, type Listing } from '../../deadletter/files.js';
 import { renderList, renderSummary, STOP_MESSAGES } from '../../deadletter/render.js';
 import { countSelected, purgeDeadLetters } from '../../deadletter/purge.js';
 import { replayDeadLetters } from '../../deadletter/replay.js';
@@ -104,10 +104,19 @@ function parseFilter(datasource: string | undefined, reason: string | undefined)
   return { datasource, reason };
 }
 
+/** Lines of the store that are no records (a CRC that does not match, a write torn by a crash): kept, never listed nor replayed, and said. */
+function warnUnreadable(unreadable: Listing['unreadable'], io: CliIo): void {
+  for (const u of unreadable) {
+    io.stderr.write(
+      `spoolship dead-letter: warning: ${u.file}: ${u.lines} unreadable line(s) (damaged: a CRC that does not match, or a write torn by a crash); kept, never listed, replayed nor purged\n`,
+    );
+  }
+}
+
 async function list(config: Readonly<Config>, filter: Filter, json: boolean, io: CliIo): Promise<number> {
   const dir = deadLetterDir(config.state_dir);
   const { records, unreadable } = await listDeadLetters(dir, filter);
-  for (const u of unreadable) io.stderr.write(`spoolship dead-letter: warning: ${u.file}: ${u.lines} unreadable line(s) (a write torn by a crash); kept, not listed\n`);
+  warnUnreadable(unreadable, io);
   const leftovers = (await listDeadLetterFiles(dir, filter.datasource)).filter((f) => f.replaying);
   for (const f of leftovers) io.stderr.write(`spoolship dead-letter: note: ${f.path} is held by a running or interrupted replay; its records are listed, and the next replay resends them\n`);
   if (json) {
@@ -130,6 +139,7 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
   // state_dir may hold lines planted for this user's token to carry. One that
   // does not exist holds none, and is not created.
   await stateDirToWrite(config.state_dir, 'dead-letter replay', io);
+  warnUnreadable((await listDeadLetters(deadLetterDir(config.state_dir), filter)).unreadable, io);
   const say = (msg: string) => io.stderr.write(`spoolship dead-letter replay: ${msg}\n`);
   const sender = await createReplaySender(config, io.env, {
     onRetry: (reason, ds, cause) => say(`retrying (${reason}${cause ? `: ${cause}` : ''}) for Data Source ${ds}; Ctrl-C stops and keeps the records`),
@@ -170,6 +180,7 @@ async function purge(config: Readonly<Config>, filter: Filter, json: boolean, ye
   // Judged as the agent judges it before a record is removed: in another
   // user's state_dir the files could be links placed for root to rewrite.
   await stateDirToWrite(config.state_dir, 'dead-letter purge', io);
+  warnUnreadable((await listDeadLetters(dir, filter)).unreadable, io);
   if (!yes) {
     const n = await countSelected(dir, filter);
     if (n === 0) {
