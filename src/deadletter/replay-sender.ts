@@ -72,6 +72,8 @@ class ReplaySender implements LineSender {
   private readonly live = new Set<Sender>();
   private nextId = 1;
   private readonly retrying = new Set<string>();
+  /** After an interruption: cuts the requests still on the wire (their records are kept). */
+  private cutTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: Readonly<Config>,
@@ -137,9 +139,17 @@ class ReplaySender implements LineSender {
     this.stopReason = reason;
     this.events.onStop?.(reason, scope);
     for (const s of this.live) void s.close();
+    // Ctrl-C, SIGTERM: answers are waited for shutdown_timeout_ms, as `run` waits, not a hung request's own timeout.
+    if (reason === 'interrupted') {
+      this.cutTimer = setTimeout(() => {
+        for (const s of this.live) void s.destroy();
+      }, this.config.shutdown_timeout_ms);
+      this.cutTimer.unref();
+    }
   }
 
   async close(): Promise<void> {
+    if (this.cutTimer) clearTimeout(this.cutTimer);
     for (const s of this.live) void s.close();
     await this.engine.close();
   }

@@ -168,9 +168,12 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       summary.bytes_read += bytes;
     },
   });
+  // Ctrl-C, SIGTERM: answers are waited for shutdown_timeout_ms, as `run` waits, then the requests still on the wire are cut.
+  let cut: NodeJS.Timeout | null = null;
   const interrupted = () => {
     summary.error ??= 'interrupted: nothing more was sent; the lines not acknowledged must be sent again';
     void sender.close();
+    cut = setTimeout(() => void sender.destroy(), c.shutdown_timeout_ms);
     roomWaiter?.();
   };
   if (o.signal?.aborted) interrupted();
@@ -198,6 +201,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
     while (tasks.size > 0) await Promise.allSettled([...tasks]);
   } finally {
     o.signal?.removeEventListener('abort', interrupted);
+    if (cut) clearTimeout(cut);
     clearInterval(tick);
     void sender.close();
     await engine.close().catch(() => undefined);

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { waitFor } from '../pipeline/helpers.js';
 
 const CLI = path.resolve('dist/cli.js');
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -167,6 +168,22 @@ describe('spoolship send', () => {
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     await told;
     child.kill(signal);
+    expect(await exited).toBe(1);
+    expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
+  });
+
+  it('SIGTERM while a request hangs: the request is cut shutdown_timeout_ms later (not at api.timeout_ms), the summary, exit 1', async () => {
+    const { dir, emu } = await setup();
+    emu.setFaults([{ kind: 'hang', p: 1 }]);
+    await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\n  timeout_ms: 600000\nstate_dir: ${dir}/state\nshutdown_timeout_ms: 200\n`);
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
+    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
+    cleanups.push(async () => child.kill('SIGKILL'));
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await waitFor(() => emu.requests().length > 0, 'the request hanging');
+    child.kill('SIGTERM');
     expect(await exited).toBe(1);
     expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
   });

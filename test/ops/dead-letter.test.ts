@@ -278,7 +278,8 @@ describe('dead-letter replay', () => {
     const state = path.join(dir, 'state');
     const file = await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"a":1}'), dlInput('app', '{"a":2}')]);
     const before = readFileSync(file, 'utf8');
-    const cfg = await writeConfig(dir, emu, { api: { timeout_ms: 1000 } });
+    // The hanging request is cut shutdown_timeout_ms after the signal, not at its own timeout (a service manager's grace would end first).
+    const cfg = await writeConfig(dir, emu, { api: { timeout_ms: 600_000 }, shutdown_timeout_ms: 200 });
     const first = startCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
     // Step 1 done and the request is hanging: the file was taken away.
     await waitFor(() => existsSync(`${file}.replaying`) && !existsSync(file), 'the taken file');
