@@ -188,6 +188,27 @@ describe('spoolship send', () => {
     expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
   });
 
+  it('SIGTERM once every line is read and sent: the answers come within shutdown_timeout_ms, every line is acknowledged, exit 0', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-send-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    let arrived!: () => void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
+    const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), faults: [{ kind: 'slow', delay_ms: 1000 }], onEventsArrival: () => arrived() });
+    cleanups.push(() => emu.close());
+    await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\nstate_dir: ${dir}/state\nshutdown_timeout_ms: 30000\n`);
+    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
+    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
+    cleanups.push(async () => child.kill('SIGKILL'));
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // The one request (every line: the file was read to its end) is on the wire, its answer 1 s away.
+    await arrival;
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true, lines_read: 3, lines_acked: 3, error: null });
+  });
+
   it('exits 2 and sends nothing for a missing file, a missing -d or a bad Data Source name', async () => {
     const { dir, emu } = await setup();
     for (const args of [['send', '-c', 'cfg.yaml', '-d', 'events', 'nope.ndjson'], ['send', '-c', 'cfg.yaml'], ['send', '-c', 'cfg.yaml', '-d', '9bad']]) {

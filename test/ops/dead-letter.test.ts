@@ -295,6 +295,23 @@ describe('dead-letter replay', () => {
     expect(await readdir(path.join(state, 'dead-letter'))).toEqual(['app.ndjson']);
   });
 
+  it('SIGTERM once every record is on the wire: answered within shutdown_timeout_ms, all acknowledged, nothing left: exit 0', async () => {
+    const dir = await tempDir();
+    let arrived!: () => void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
+    const emu = await startEmu(dir, { faults: [{ kind: 'slow', delay_ms: 1000 }], onEventsArrival: () => arrived() });
+    const state = path.join(dir, 'state');
+    await writeDeadLetters(state, 'app.ndjson', [dlInput('app', '{"a":1}'), dlInput('app', '{"a":2}')]);
+    const cfg = await writeConfig(dir, emu, { shutdown_timeout_ms: 30_000 });
+    const replay = startCli(['dead-letter', 'replay', '-c', cfg, '--json'], dir);
+    await arrival;
+    replay.child.kill('SIGTERM');
+    const r = await replay.done;
+    expect(JSON.parse(r.stdout)).toMatchObject({ selected: 2, acknowledged: 2, remaining: 0, stopped: 'interrupted' });
+    expect(r.code).toBe(0);
+    expect(rows(emu, dir, 'app')).toEqual(['{"a":1}', '{"a":2}']);
+  });
+
   it('a retry names its cause (the status, or the network error), as send does', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { faults: [{ kind: 'status', status: 503 }] });

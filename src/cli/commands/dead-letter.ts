@@ -166,8 +166,10 @@ async function replay(config: Readonly<Config>, filter: Filter, json: boolean, i
         `${summary.skipped_truncated} record(s) can never be replayed: line_too_long records keep only the first spool.max_line_bytes bytes of the line (their file and offset say where the whole line was); they are kept. 'spoolship send' with this config would dead-letter them again: to ship one, raise spool.max_line_bytes and batch.max_bytes above its bytes in a copy of the config, within your plan's request limit (10 MB, 100 MB on paid plans; a longer line cannot be shipped), and send the whole line from the spool with it (tail -c +<offset + 1> <file> | head -n 1 | spoolship send -c <copy> -d <datasource>). Then, or to give the lines up, remove the records with 'spoolship dead-letter purge --reason line_too_long'`,
       );
     }
-    // Records that can never be replayed do not make every replay fail: they are reported above.
-    return summary.acknowledged === summary.selected - summary.skipped_truncated && summary.stopped === null ? EXIT_OK : EXIT_FAILURE;
+    // Records that can never be replayed do not make every replay fail: they are reported above. An
+    // interruption after every selected record was acknowledged leaves nothing to replay: exit 0 too.
+    const allAcked = summary.acknowledged === summary.selected - summary.skipped_truncated;
+    return allAcked && (summary.stopped === null || (summary.stopped === 'interrupted' && summary.remaining <= summary.skipped_truncated)) ? EXIT_OK : EXIT_FAILURE;
   } finally {
     process.off('SIGINT', onInterrupt);
     process.off('SIGTERM', onInterrupt);
