@@ -77,3 +77,15 @@ function bar(frac: number, width: number): string {
 function fmt(n: number): string {
   return n.toLocaleString('en-US');
 }
+
+/**
+ * What the progress line says a retry is for: the reason and its cause
+ * (`503: HTTP 503`, `network: ECONNREFUSED ...`); a 400 or 413 has no cause:
+ * the batch is cut smaller or searched for its rejected lines.
+ */
+export function retryText(reason: string, cause: string | null | undefined): string {
+  if (cause) return `${reason}: ${cause}`;
+  if (reason === '413') return 'HTTP 413: sending the batch in smaller pieces';
+  if (reason === '400') return 'HTTP 400: finding the rejected lines';
+  return reason;
+}

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { deadLetterInputs } from '../deadletter/from-batch.js';
 import type { RangeRecord } from '../state/journal.js';
 import { Progress } from '../state/progress.js';
+import { retryText } from './progress.js';
 import { systemClock } from '../util/clock.js';
 import { LineFramer } from './line-framer.js';
 
@@ -97,7 +98,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
         summary.requests[String(status)] = (summary.requests[String(status)] ?? 0) + 1;
         summary.bytes_sent += wire;
       },
-      onRetry: (reason, _ds, cause) => o.onRetrying?.(`${reason}: ${cause}`),
+      onRetry: (reason, _ds, cause) => o.onRetrying?.(retryText(reason, cause)),
       onAck: (_ds, lines, raw, quarantined) => {
         o.onRetrying?.(null);
         o.onDone?.(raw);
@@ -160,7 +161,10 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       tasks.add(t);
     },
     onDeadLetter: (input) => {
-      const t: Promise<void> = storeDeadLetter(input).finally(() => tasks.delete(t));
+      // A line the batcher refused (too long, invalid JSON), named as a line the platform rejected: the
+      // FILE's absolute path, and for stdin neither file nor offset.
+      const named = input.file === '-' || input.file === null ? { ...input, file: null, offset: null } : { ...input, file: path.resolve(input.file) };
+      const t: Promise<void> = storeDeadLetter(named).finally(() => tasks.delete(t));
       tasks.add(t);
     },
     onLinesRead: (_ds, lines, bytes) => {

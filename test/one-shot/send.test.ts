@@ -93,6 +93,21 @@ describe('spoolship send', () => {
     expect(stored(dir, 'from_stdin')).toEqual(input);
   });
 
+  it('a line the batcher refuses is named as a rejected one: from stdin no file nor offset, from a FILE its absolute path', async () => {
+    const { dir } = await setup();
+    const env = { SPOOLSHIP_VALIDATE: 'json' };
+    const fromStdin = await run(['send', '-c', 'cfg.yaml', '-d', 'events', '-'], { cwd: dir, stdin: `${lines(2).join('\n')}\nnot json\n`, env });
+    expect(fromStdin.code).toBe(1);
+    await writeFile(path.join(dir, 'rel.ndjson'), `${lines(2).join('\n')}\nnot json either\n`);
+    const fromFile = await run(['send', '-c', 'cfg.yaml', '-d', 'events', 'rel.ndjson'], { cwd: dir, env });
+    expect(fromFile.code).toBe(1);
+    const dl = readFileSync(path.join(dir, 'state', 'dead-letter', 'events.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(dl.map((r) => ({ reason: r.reason, file: r.file, offset: r.offset }))).toEqual([
+      { reason: 'invalid_json', file: null, offset: null },
+      { reason: 'invalid_json', file: path.join(dir, 'rel.ndjson'), offset: Buffer.byteLength(`${lines(2).join('\n')}\n`) },
+    ]);
+  });
+
   it('an append-only token and a Data Source that does not exist: the message says so, not only "rejected the token"', async () => {
     const { dir } = await setup({ appendTokens: ['append-only-token-1'], datasources: [] });
     await writeFile(path.join(dir, 'a.ndjson'), `${lines(10).join('\n')}\n`);
