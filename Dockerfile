@@ -4,7 +4,7 @@
 # imports only the native zstd binding, ioredis and pino-pretty from them).
 #
 #   docker build -t spoolship:0.1.0 .
-#   docker run -d --name spoolship \
+#   docker run -d --name spoolship --stop-timeout 30 \
 #     -e SPOOLSHIP_API__BASE_URL=https://api.example.com -e SPOOLSHIP_TOKEN=... \
 #     -v /var/spool/spoolship:/var/spool/spoolship:ro -v spoolship-state:/var/lib/spoolship \
 #     spoolship:0.1.0
@@ -62,7 +62,9 @@ WORKDIR /var/lib/spoolship
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "/opt/spoolship/deploy/docker/healthcheck.mjs"]
 # node runs as PID 1 without an init on purpose: spoolship handles SIGTERM
-# itself (drain, checkpoint, exit 0) and spawns no children; and the
+# itself (drain, checkpoint, exit 0; up to shutdown_timeout_ms, 25 s: give
+# `docker stop` more than its default 10 s, --stop-timeout 30), and its one
+# child, the `flock` program holding the state lock, is its own to reap; and the
 # state_dir lock stores the PID, so a lock left by a killed container names
 # PID 1, which the next container's process recognizes as its own and takes over.
 STOPSIGNAL SIGTERM

@@ -156,7 +156,8 @@ function expectAgentContainer(workload: Manifest, c: IContainer, { config, secre
   const portName = c.ports!.find((p) => p.containerPort === port)!.name;
   expect(c.args).toEqual(['run', '-c', '/etc/spoolship/spoolship.yaml']);
   expect(c.livenessProbe!.httpGet).toMatchObject({ path: '/healthz', port: portName });
-  expect(c.readinessProbe!.httpGet).toMatchObject({ path: '/readyz', port: portName });
+  // The sidecar's readiness is its application's: /healthz there (its own test says why).
+  expect(c.readinessProbe!.httpGet).toMatchObject({ path: workload.kind === 'DaemonSet' ? '/readyz' : '/healthz', port: portName });
   expect(spec.terminationGracePeriodSeconds! * 1000).toBeGreaterThan(config.shutdown_timeout_ms);
   const annotations = (workload as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } }).spec.template.metadata.annotations;
   expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' });
@@ -332,6 +333,10 @@ describe('deploy/kubernetes', () => {
     expectAgentContainer(ds, c, loaded);
     // Many nodes behind one NAT share the platform's 250 connections per IP.
     expect(config.limits.max_connections).toBeLessThanOrEqual(8);
+    // Threads bounded whatever the node's size (auto would take every CPU), within the measured 16 (peak RSS <= 250 MB) and the memory limit.
+    expect(config.compression.threads).toEqual(expect.any(Number));
+    expect(config.compression.threads as number).toBeLessThanOrEqual(16);
+    expect(quantity(String(c.resources!.limits!.memory))).toBeGreaterThanOrEqual(250 * 2 ** 20);
     expect(parse(await readFile(path.join(DIR, 'base/spoolship.yaml'), 'utf8')).limits.budget_id).toBe('my-org-events');
 
     const spool = mountOf(c, spec.volumes!, config.spool.dir);
@@ -360,6 +365,13 @@ describe('deploy/kubernetes', () => {
     expect(warnings).toEqual([]);
     expectAgentContainer(dep, c, loaded);
     expect(config.spool.on_complete).toBe('delete'); // from the container's environment
+    // A native sidecar's readiness is part of its pod's: /readyz (503 while parked or stalled) would take
+    // the application out of its Service during an outage or a revoked token.
+    expect(c.readinessProbe!.httpGet!.path).toBe('/healthz');
+    // compression.threads auto follows the CPU limit: the 2-thread case (peak RSS <= 150 MB), under the memory limit.
+    expect(config.compression.threads).toBe('auto');
+    expect(quantity(String(c.resources!.limits!.cpu))).toBeLessThanOrEqual(2);
+    expect(quantity(String(c.resources!.limits!.memory))).toBeGreaterThanOrEqual(150 * 2 ** 20);
 
     // No user forced on the pod: the application container runs as its image says.
     for (const key of ['runAsUser', 'runAsGroup', 'runAsNonRoot'] as const) expect(spec.securityContext?.[key], `pod securityContext.${key}`).toBeUndefined();
