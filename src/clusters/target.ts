@@ -1,9 +1,11 @@
 // Where the organization, the admin token and the API host come from
 // (docs/clusters.md, docs/configuration.md): org from --org or clusters.org; token from --token,
 // SPOOLSHIP_ADMIN_TOKEN or clusters.token; base URL from --base-url or
-// api.base_url. The config file is read only when a flag is missing or -c
-// names one, so flags alone work with no config file at all. This is the
-// only place that knows about the config loader.
+// api.base_url. The config file (-c, else the usual search) and the
+// SPOOLSHIP_* variables are always read, for the keys this command uses
+// (api.proxy and the TLS files too: "every command that talks to the
+// platform"); flags alone work with no config file at all. This is the only
+// place that knows about the config loader.
 import { loadConfig, type Config } from '../config/index.js';
 import { UsageError } from '../errors.js';
 
@@ -29,11 +31,10 @@ export interface Target {
 
 export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: string): Target {
   const envToken = env.SPOOLSHIP_ADMIN_TOKEN || undefined;
-  const needConfig = flags.configFile !== undefined || !flags.org || !(flags.token || envToken) || !flags.baseUrl;
   // Only these keys are used: an unset ${VAR} elsewhere (api.token, say) is no problem here.
   const usedKeys = ['api.proxy', 'api.ca_file', 'api.client_cert_file', 'api.client_key_file', ...(flags.org ? [] : ['clusters.org']), ...(flags.token || envToken ? [] : ['clusters.token']), ...(flags.baseUrl ? [] : ['api.base_url'])];
-  const loaded = needConfig ? loadConfig({ file: flags.configFile ?? null, env, cwd, usedKeys }) : null;
-  const config: Readonly<Config> | null = loaded?.config ?? null;
+  const loaded = loadConfig({ file: flags.configFile ?? null, env, cwd, usedKeys });
+  const config: Readonly<Config> = loaded.config;
 
   const org = flags.org || config?.clusters.org;
   if (!org) throw new UsageError('no organization: give --org ORG or set clusters.org in the config file');
@@ -41,7 +42,7 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
   const tlsFiles = { ca: config?.api.ca_file ?? null, cert: config?.api.client_cert_file ?? null, key: config?.api.client_key_file ?? null };
-  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config?.api.proxy ?? null, tlsFiles, warnings: loaded?.envWarnings ?? [] };
+  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config.api.proxy ?? null, tlsFiles, warnings: loaded.envWarnings ?? [] };
 }
 
 function configuredBaseUrl(config: Readonly<Config> | null): string {
@@ -60,7 +61,7 @@ function checkBaseUrl(text: string): string {
   try {
     u = new URL(text);
   } catch {
-    throw new UsageError(`--base-url '${text}': not a URL; give the API host, e.g. https://api.example.com`);
+    throw new UsageError(`--base-url '${text}': not a URL; give the API host, e.g. https://api.tinybird.co`);
   }
   if (u.username || u.password) {
     // Refused as api.base_url is (config/checks.ts), and never echoed: the password would be printed.

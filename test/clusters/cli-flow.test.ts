@@ -210,6 +210,27 @@ describe('org, token and base URL', () => {
     expect((await runClusters(['list', '--token', ADMIN], { cwd: dir, env: { SPOOLSHIP_ADMIN_TOKEN: 'stale' } })).code).toBe(0);
   });
 
+  it('with every flag given, the config file found and SPOOLSHIP_* still set the proxy (api.proxy: every command that talks to the platform)', async () => {
+    // A proxy nothing listens on: a request through it fails naming it; one that went direct would succeed.
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const proxy = `http://127.0.0.1:${(probe.address() as { port: number }).port}`;
+    await new Promise((r) => probe.close(r));
+    const dir = emptyDir();
+    mkdirSync(path.join(dir, 'config'));
+    configFile(path.join(dir, 'config'), `api:\n  proxy: ${proxy}\n`);
+    const fromFile = await runClusters(['list', ...t.target], { cwd: dir });
+    expect([fromFile.code, fromFile.stderr]).toEqual([1, expect.stringContaining(proxy.slice('http://'.length))]);
+    const fromEnv = await runClusters(['list', ...t.target], { cwd: emptyDir(), env: { SPOOLSHIP_API__PROXY: proxy } });
+    expect([fromEnv.code, fromEnv.stderr]).toEqual([1, expect.stringContaining(proxy.slice('http://'.length))]);
+    // A misspelt SPOOLSHIP_* variable is a warning here too.
+    const misspelt = await runClusters(['list', ...t.target], { cwd: emptyDir(), env: { SPOOLSHIP_CLUSTER__ORG: ORG } });
+    expect(misspelt.code).toBe(0);
+    expect(misspelt.stderr).toContain('SPOOLSHIP_CLUSTER__ORG');
+    expect(t.emu.clusters.requests()).toHaveLength(1);
+  });
+
   it('flags alone work with no config file; missing pieces are usage errors naming the flag and key', async () => {
     expect((await runClusters(['list', ...t.target])).code).toBe(0);
     const noOrg = await runClusters(['list', '--token', ADMIN, '--base-url', t.emu.url]);
