@@ -7,6 +7,10 @@
 import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { ProxyRoute } from '../config/proxy.js';
 import { ApiError, NetworkError } from '../errors.js';
+import { readBounded } from '../sender/http-client.js';
+
+/** The most of an answer read: a listing of many clusters is far smaller; an endless body stops here. */
+const MAX_ANSWER_BYTES = 4 * 2 ** 20;
 import { createDispatcher, ProxyFailure, type TlsMaterial } from '../net/dispatcher.js';
 import { clusterPaths, orgPaths } from './paths.js';
 import type {
@@ -68,15 +72,15 @@ export class ClusterClient {
   }
 
   updateWeights(clusterId: string, body: WeightsUpdateBody): Promise<WeightsUpdateResponse> {
-    return this.call('PUT', clusterPaths(this.opts.org, clusterId).weights, body);
+    return this.call('PUT', clusterPaths(this.opts.org, clusterId).weights, body, true, isModification);
   }
 
   addReplica(clusterId: string, body: ReplicaAddBody): Promise<ReplicaAddResponse> {
-    return this.call('POST', clusterPaths(this.opts.org, clusterId).replicas, body);
+    return this.call('POST', clusterPaths(this.opts.org, clusterId).replicas, body, true, isModification);
   }
 
   removeReplica(clusterId: string, replica: string, body: ReplicaDeleteBody): Promise<ReplicaDeleteResponse> {
-    return this.call('DELETE', clusterPaths(this.opts.org, clusterId).replica(replica), body);
+    return this.call('DELETE', clusterPaths(this.opts.org, clusterId).replica(replica), body, true, isModification);
   }
 
   /** Closes the connection pool it owns (an injected dispatcher is the caller's). Idempotent. */
@@ -106,8 +110,12 @@ export class ClusterClient {
         signal,
       });
       status = res.statusCode;
-      text = await res.body.text();
+      const read = await readBounded(res.body, MAX_ANSWER_BYTES);
+      // A server (an echo service behind a wrong --base-url) may send the admin token back: never printed.
+      text = this.opts.token ? read.text.split(this.opts.token).join('***') : read.text;
+      if (read.truncated) throw new ApiError(status, text.slice(0, 200), `the answer is larger than ${MAX_ANSWER_BYTES / 2 ** 20} MiB, which no cluster API answer is; check that --base-url (or api.base_url) is the API host`);
     } catch (err) {
+      if (err instanceof ApiError) throw err;
       throw new NetworkError(describeNetworkFailure(method, redact(url), err, signal.aborted ? this.timeoutMs : null), err);
     }
     if (status < 200 || status > 299) throw new ApiError(status, text, hintFor(status));
@@ -117,7 +125,16 @@ export class ClusterClient {
     } catch {
       throw new ApiError(status, text, 'the answer is not JSON; check that --base-url (or api.base_url) is the API host');
     }
-    if (!looksRight(parsed)) throw new ApiError(status, text, 'the answer is not shaped like the cluster API; check that --base-url (or api.base_url) is the API host');
+    if (!looksRight(parsed)) {
+      const modifying = looksRight === isModification;
+      throw new ApiError(
+        status,
+        text,
+        modifying
+          ? "the answer is not shaped like the cluster API's answer to this request; the change may have been made: check with 'spoolship clusters list', and that --base-url (or api.base_url) is the API host"
+          : 'the answer is not shaped like the cluster API; check that --base-url (or api.base_url) is the API host',
+      );
+    }
     return parsed as T;
   }
 }
@@ -129,6 +146,11 @@ function ownDispatcher(baseUrl: string, route: ProxyRoute | undefined, timeoutMs
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The answer to a PUT, POST or DELETE: the cluster and the operation requested (docs/clusters.md). */
+function isModification(v: unknown): boolean {
+  return isObject(v) && typeof v.cluster_id === 'string' && typeof v.operation === 'string';
 }
 
 function isListing(v: unknown): boolean {

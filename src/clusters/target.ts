@@ -8,6 +8,7 @@
 // place that knows about the config loader.
 import { loadConfig, type Config } from '../config/index.js';
 import { UsageError } from '../errors.js';
+import { tokenCharProblem } from '../util/token-chars.js';
 
 export interface TargetFlags {
   org?: string;
@@ -40,6 +41,8 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   if (!org) throw new UsageError('no organization: give --org ORG or set clusters.org in the config file');
   const token = flags.token || envToken || config?.clusters.token;
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
+  const badToken = tokenCharProblem(token);
+  if (badToken) throw new UsageError(`the admin token ${badToken}`);
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
   const tlsFiles = { ca: config?.api.ca_file ?? null, cert: config?.api.client_cert_file ?? null, key: config?.api.client_key_file ?? null };
   return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config.api.proxy ?? null, tlsFiles, warnings: loaded.envWarnings ?? [] };

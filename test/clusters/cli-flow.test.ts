@@ -237,6 +237,11 @@ describe('org, token and base URL', () => {
     expect([noOrg.code, noOrg.stderr]).toEqual([2, expect.stringMatching(/no organization: give --org ORG or set clusters.org/)]);
     const noToken = await runClusters(['list', '--org', ORG, '--base-url', t.emu.url]);
     expect([noToken.code, noToken.stderr]).toEqual([2, expect.stringMatching(/no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN/)]);
+    // A token no HTTP header can carry (a trailing \r from a file with Windows line ends): a usage error naming it, nothing sent.
+    const crFlag = await runClusters(['list', '--org', ORG, '--base-url', t.emu.url, '--token', `${ADMIN}\r`]);
+    expect([crFlag.code, crFlag.stderr]).toEqual([2, expect.stringContaining('the admin token contains \\r (a carriage return')]);
+    const crEnv = await runClusters(['list', '--org', ORG, '--base-url', t.emu.url], { env: { SPOOLSHIP_ADMIN_TOKEN: `${ADMIN}\r` } });
+    expect([crEnv.code, crEnv.stderr]).toEqual([2, expect.stringContaining('contains \\r (a carriage return')]);
     const noUrl = await runClusters(['list', '--org', ORG, '--token', ADMIN]);
     expect([noUrl.code, noUrl.stderr]).toEqual([2, expect.stringMatching(/no API host: give --base-url URL or set api.base_url/)]);
     const embedded = configFile(emptyDir(), `api:\n  base_url: embedded\n`);

@@ -90,6 +90,47 @@ describe('ClusterClient against a misbehaving server', () => {
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
+  it('a server that echoes the admin token back: the error shows *** where the token was, whatever the status', async () => {
+    const url = await serve((req, res) => {
+      res.writeHead(req.method === 'GET' ? 200 : 401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ headers: { authorization: req.headers.authorization } }));
+    });
+    for (const call of [(c: ClusterClient) => c.listClusters(), (c: ClusterClient) => c.updateWeights(AWS, { old_weights: {}, new_weights: {} })]) {
+      const err = (await call(client({ baseUrl: url, token: 'p.admin-sekret' })).catch((e: unknown) => e)) as ApiError;
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err.message).not.toContain('admin-sekret');
+      expect(err.body).not.toContain('admin-sekret');
+      expect(err.message).toContain('Bearer ***');
+    }
+  });
+
+  it('an answer larger than 4 MiB (an endless one too) is not read on: ApiError saying so, memory bounded', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // Endless: chunks until the client goes away.
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const more = () => {
+        while (res.write(chunk));
+      };
+      res.on('drain', more);
+      res.on('close', () => res.off('drain', more));
+      more();
+    });
+    const err = (await client({ baseUrl: url, timeoutMs: 30_000 }).listClusters().catch((e: unknown) => e)) as ApiError;
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toMatch(/the answer is larger than 4 MiB, which no cluster API answer is; check that --base-url/);
+  });
+
+  it('a 2xx to a modifying request without its fields: ApiError saying the change may have been applied', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    const err = (await client({ baseUrl: url }).updateWeights(AWS, { old_weights: {}, new_weights: {} }).catch((e: unknown) => e)) as ApiError;
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toMatch(/not shaped like the cluster API's answer to this request; the change may have been made: check with 'spoolship clusters list'/);
+  });
+
   it('no answer within timeoutMs: NetworkError naming the timeout', async () => {
     const url = await serve(() => {}); // accepts, never answers
     const err = await client({ baseUrl: url, timeoutMs: 100 }).listClusters().catch((e: unknown) => e);
