@@ -71,5 +71,8 @@ function checkBaseUrl(text: string): string {
     throw new UsageError(`--base-url must not carry credentials (${u.protocol}//***@${u.host}); give the API host only, and the admin token with --token or SPOOLSHIP_ADMIN_TOKEN`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`--base-url '${text}': must be http:// or https://`);
+  // The paths are appended to it: a query or fragment would swallow them (`http://h?x=1` sent GET /?x=1/v0/...).
+  // (Not echoed whole: a query may carry a secret.)
+  if (u.search || u.hash || text.includes('?') || text.includes('#')) throw new UsageError(`--base-url ${u.origin}${u.pathname}?...: give the API host without a query or fragment`);
   return text;
 }

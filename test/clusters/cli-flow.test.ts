@@ -242,6 +242,15 @@ describe('org, token and base URL', () => {
     expect([crFlag.code, crFlag.stderr]).toEqual([2, expect.stringContaining('the admin token contains \\r (a carriage return')]);
     const crEnv = await runClusters(['list', '--org', ORG, '--base-url', t.emu.url], { env: { SPOOLSHIP_ADMIN_TOKEN: `${ADMIN}\r` } });
     expect([crEnv.code, crEnv.stderr]).toEqual([2, expect.stringContaining('contains \\r (a carriage return')]);
+    // Names that are path steps, and a base URL whose query or fragment would swallow the path: usage errors, nothing sent.
+    for (const org of ['..', '.', '%2E%2e']) {
+      const stepOrg = await runClusters(['list', '--org', org, '--token', ADMIN, '--base-url', t.emu.url]);
+      expect([stepOrg.code, stepOrg.stderr]).toEqual([2, expect.stringContaining(`'${org}' is not a name`)]);
+    }
+    for (const tail of ['?x=1', '#frag']) {
+      const odd = await runClusters(['list', '--org', ORG, '--token', ADMIN, '--base-url', `${t.emu.url}/${tail}`]);
+      expect([odd.code, odd.stderr]).toEqual([2, expect.stringContaining('give the API host without a query or fragment')]);
+    }
     const noUrl = await runClusters(['list', '--org', ORG, '--token', ADMIN]);
     expect([noUrl.code, noUrl.stderr]).toEqual([2, expect.stringMatching(/no API host: give --base-url URL or set api.base_url/)]);
     const embedded = configFile(emptyDir(), `api:\n  base_url: embedded\n`);
