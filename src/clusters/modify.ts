@@ -27,9 +27,9 @@ export interface ModifyOptions {
 
 export type ModifyOutcome =
   | { kind: 'dry-run'; plan: Plan }
-  /** A rebalance that would set the weights the cluster already has: not sent (it would still start an operation). */
-  | { kind: 'unchanged'; plan: Plan }
-  | { kind: 'declined'; plan: Plan }
+  /** A rebalance that would set the weights the cluster already has: not sent (it would still start an operation). `replanned`: after a 409. */
+  | { kind: 'unchanged'; plan: Plan; replanned: boolean }
+  | { kind: 'declined'; plan: Plan; replanned: boolean }
   | { kind: 'applied'; plan: Plan; response: unknown; replanned: boolean };
 
 export async function modifyCluster(client: ClusterClient, intent: Intent, opts: ModifyOptions, io: ModifyIo): Promise<ModifyOutcome> {
@@ -38,10 +38,10 @@ export async function modifyCluster(client: ClusterClient, intent: Intent, opts:
   let refused: Plan | undefined; // the plan a 409 turned down
   for (;;) {
     const plan = preparePlan(intent, cluster, config, opts, io, refused);
-    if (plan.verb === 'rebalance' && sameWeights(plan.before, plan.after)) return { kind: 'unchanged', plan };
+    if (plan.verb === 'rebalance' && sameWeights(plan.before, plan.after)) return { kind: 'unchanged', plan, replanned: refused !== undefined };
     if (opts.dryRun) return { kind: 'dry-run', plan };
     const question = `apply ${refused ? 'the re-planned' : 'this'} change to cluster ${opts.clusterId}? [y/N] `;
-    if (io.confirm && !(await io.confirm(question))) return { kind: 'declined', plan };
+    if (io.confirm && !(await io.confirm(question))) return { kind: 'declined', plan, replanned: refused !== undefined };
     try {
       return { kind: 'applied', plan, response: await send(client, plan), replanned: refused !== undefined };
     } catch (err) {

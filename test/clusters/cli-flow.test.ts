@@ -63,6 +63,12 @@ describe('409 conflict', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('nothing to change: the cluster already has these weights; nothing was sent');
     expect(t.writes().map((w) => w.status)).toEqual([409]);
+    // --json says it was re-planned, as stderr does.
+    otherOperatorOnFirstWrite(() => t.emu.clusters.setWeights(AWS, { ...seed, writer: { 'replica-1': 30, 'replica-2': 70 } }));
+    const j = await runClusters(['rebalance', '--cluster', AWS, '--set', 'writer=replica-1:30,replica-2:70', '--yes', '--json', ...t.target]);
+    expect(j.code).toBe(0);
+    expect((JSON.parse(j.stdout) as { plan: { replanned: boolean }; response: unknown }).plan.replanned).toBe(true);
+    expect(j.stderr).toContain('re-planned');
   });
 
   it('a cluster that became busy between read and write: 409, re-read, refused with exit 1', async () => {

@@ -193,7 +193,7 @@ function onlyCluster(listing: ClusterListing, org: string, clusterId: string | n
 function report(outcome: ModifyOutcome, json: boolean, waiting: boolean, io: CliIo): void {
   if (json) {
     const response = outcome.kind === 'applied' ? outcome.response : null;
-    printJson(io, { plan: { ...outcome.plan, replanned: outcome.kind === 'applied' && outcome.replanned }, response });
+    printJson(io, { plan: { ...outcome.plan, replanned: outcome.kind !== 'dry-run' && outcome.replanned }, response });
   }
   const msg =
     outcome.kind === 'dry-run'
