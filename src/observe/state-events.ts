@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { StateFault } from '../state/acker.js';
 import type { LockEvent } from '../state/lock.js';
+import type { AcksDamagedHandler } from '../queue/format.js';
 import type { QueueCorruptHandler } from '../queue/segments.js';
 
 export function stateFaultGauge(metrics: Metrics): (faults: ReadonlySet<Exclude<StateFault, null>>) => void {
@@ -79,7 +80,7 @@ export function queueRecordSkipped(metrics: Metrics, log: Logger, readAgain: () 
  * platform may store them twice. One ERROR naming the file and its ranges,
  * counted as corrupt records.
  */
-export function queueAcksDamaged(metrics: Metrics, log: Logger): (file: string, ranges: ReadonlyArray<{ start: number; end: number }>) => void {
+export function queueAcksDamaged(metrics: Metrics, log: Logger): AcksDamagedHandler {
   return (file, ranges) => {
     metrics.queueCorrupt.inc(ranges.length);
     log.error(

@@ -226,6 +226,9 @@ export interface ByteSpan {
   end: number;
 }
 
+/** acks.log (`file`) holds damaged records at `ranges`: the records they acknowledged cannot be told, and come back. */
+export type AcksDamagedHandler = (file: string, ranges: ReadonlyArray<ByteSpan>) => void;
+
 /**
  * The records acks.log names (as ackKey); none when it does not exist. A
  * torn last ack is not counted; a damaged one (its CRC fails, records

@@ -40,7 +40,7 @@ import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type ByteSpan, type QueuedHeader, type QueueRef } from './format.js';
+import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type AcksDamagedHandler, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
 import { RecordIndex } from './record-index.js';
 import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord, type QueueCorruptHandler } from './segments.js';
@@ -53,7 +53,7 @@ export interface QueueOptions {
   onCompactStep?: CompactTarget['onStep'];
   onCompacted?: (e: { segment: number; records: number; outcome: 'done' | 'failed' | 'stuck' }) => void;
   /** acks.log holds damaged records (told at open, before it is rewritten): the batches they acknowledged come back. */
-  onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void;
+  onAcksDamaged?: AcksDamagedHandler;
 }
 
 export interface QueuedBatch {

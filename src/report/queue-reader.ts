@@ -9,7 +9,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isLeftCopy, unfinishedCompaction } from '../queue/compact.js';
-import { ACKS_FILE, ackKey, decodeRecord, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type ByteSpan, type QueuedHeader } from '../queue/format.js';
+import { ACKS_FILE, ackKey, decodeRecord, indexSegment, listSegments, readAcks, readRecordHeader, segmentFile, type AcksDamagedHandler, type QueuedHeader } from '../queue/format.js';
 
 export interface QueueView {
   batches: number;
@@ -30,7 +30,7 @@ export interface QueueRecordView {
 }
 
 export async function readQueueView(queueDir: string): Promise<QueueView> {
-  const records = await readQueueRecords(queueDir, true);
+  const records = await readQueueRecords(queueDir);
   const byDataSource = new Map<string, { batches: number; bytes: number }>();
   for (const r of records) {
     // A record whose header cannot be read belongs to no known Data Source (it counts in the totals).
@@ -44,15 +44,15 @@ export async function readQueueView(queueDir: string): Promise<QueueView> {
 }
 
 /**
- * Every record not acknowledged, by segment and offset; with `headers`, each
- * one's header too. `onAcksDamaged`: acks.log holds damaged records, so a
- * batch listed may have been acknowledged already. `verify`: each record is
- * read whole and its CRC checked (`queue list|dead-letter`; `status` reads
- * headers only): a damaged one has no header.
+ * Every record not acknowledged, by segment and offset, with its header.
+ * `onAcksDamaged`: acks.log holds damaged records, so a batch listed may have
+ * been acknowledged already. `verify`: each record is read whole and its CRC
+ * checked (`queue list|dead-letter`; `status` reads headers only): a damaged
+ * one has no header.
  */
-export async function readQueueRecords(queueDir: string, headers = true, onAcksDamaged?: (file: string, ranges: ByteSpan[]) => void, verify = false): Promise<QueueRecordView[]> {
+export async function readQueueRecords(queueDir: string, opts: { verify?: boolean; onAcksDamaged?: AcksDamagedHandler } = {}): Promise<QueueRecordView[]> {
   const { acked, damaged } = await readAcks(queueDir);
-  if (damaged.length > 0) onAcksDamaged?.(path.join(queueDir, ACKS_FILE), damaged);
+  if (damaged.length > 0) opts.onAcksDamaged?.(path.join(queueDir, ACKS_FILE), damaged);
   const out: QueueRecordView[] = [];
   const segments = await listSegments(queueDir);
   // Copies a compaction cut short left count as acknowledged, as the queue counts them (queue/compact.ts).
@@ -71,7 +71,7 @@ export async function readQueueRecords(queueDir: string, headers = true, onAcksD
       for (const { off, len } of records) {
         if (acked.has(ackKey({ seg, off }))) continue;
         const file = segmentFile(queueDir, seg);
-        const rec = verify ? await readVerified(fh, off, len, file) : headers || cut ? await readRecordHeader(fh, off, len, file) : null;
+        const rec = opts.verify ? await readVerified(fh, off, len, file) : await readRecordHeader(fh, off, len, file);
         if (isLeftCopy(cut, { seg, off }, rec?.header.id)) continue;
         out.push({ seg, off, len, bodyBytes: rec?.bodyBytes ?? 0, header: rec?.header ?? null });
       }

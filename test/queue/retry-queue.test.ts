@@ -82,17 +82,17 @@ describe('RetryQueue', () => {
     acks[9] = acks[9]! ^ 0x01;
     await writeFile(acksFile, acks);
     const seen: Array<{ file: string; ranges: Array<{ start: number; end: number }> }> = [];
-    const view = await readQueueRecords(dir, true, (file, ranges) => seen.push({ file, ranges }));
+    const view = await readQueueRecords(dir, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges: [...ranges] }) });
     // Which batch the damaged ack acknowledged cannot be told: the batch comes back (listed), and that is said.
     expect(view.map((r) => r.header?.id)).toEqual([1, 3]);
-    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges }) });
+    const again = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges: [...ranges] }) });
     expect(again.batches).toBe(2);
     await again.close();
     // The first ack: an 8-byte frame header (length, CRC), then its payload.
     const damaged = { file: acksFile, ranges: [{ start: 0, end: 8 + acks.readUInt32LE(0) }] };
     expect(seen).toEqual([damaged, damaged]);
     // Told once: the rewritten acks.log holds the good ack only.
-    const third = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges }) });
+    const third = await RetryQueue.open(dir, 1 << 30, () => undefined, { onAcksDamaged: (file, ranges) => seen.push({ file, ranges: [...ranges] }) });
     await third.close();
     expect(seen).toHaveLength(2);
   });

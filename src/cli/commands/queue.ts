@@ -13,7 +13,7 @@ import type { Config } from '../../config/types.js';
 import { encodeRecord } from '../../deadletter/files.js';
 import { DeadLetterStore, deadLetterDir, toRecord, type DeadLetterInput } from '../../deadletter/store.js';
 import { ControlUntrustedError, EXIT_FAILURE, EXIT_OK, SpoolshipError, StateLockedError, UsageError, fsErrorMessage } from '../../errors.js';
-import { segmentFile } from '../../queue/format.js';
+import { segmentFile, type AcksDamagedHandler } from '../../queue/format.js';
 import { deadLetterInputs } from '../../deadletter/from-batch.js';
 import { RetryQueue } from '../../queue/retry-queue.js';
 import { askControl } from '../../control/client.js';
@@ -124,7 +124,7 @@ function printMoves(answer: Exclude<ControlAnswer, { ok: false }>, json: boolean
 }
 
 /** acks.log holds damaged records (a stopped agent's state_dir): said on stderr, as the agent says it at its start. */
-function acksDamaged(io: CliIo): (file: string, ranges: ReadonlyArray<{ start: number; end: number }>) => void {
+function acksDamaged(io: CliIo): AcksDamagedHandler {
   return (file, ranges) =>
     io.stderr.write(
       `spoolship queue: warning: ${file}: damaged acknowledgement records (bytes ${ranges.map((r) => `${r.start}-${r.end}`).join(', ')}): ` +
@@ -137,7 +137,7 @@ function acksDamaged(io: CliIo): (file: string, ranges: ReadonlyArray<{ start: n
  * a warning naming its segment file (it is not listed, nor moved).
  */
 async function checkedRecords(queueDir: string, io: CliIo): Promise<QueueRecordView[]> {
-  const records = await readQueueRecords(queueDir, true, acksDamaged(io), true);
+  const records = await readQueueRecords(queueDir, { verify: true, onAcksDamaged: acksDamaged(io) });
   for (const r of records.filter((x) => !x.header)) {
     io.stderr.write(
       `spoolship queue: warning: ${segmentFile(queueDir, r.seg)}: a damaged record at offset ${r.off} (its batch cannot be read; not listed): ` +
