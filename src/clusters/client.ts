@@ -8,9 +8,6 @@ import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, ty
 import type { ProxyRoute } from '../config/proxy.js';
 import { ApiError, NetworkError } from '../errors.js';
 import { readBounded } from '../sender/http-client.js';
-
-/** The most of an answer read: a listing of many clusters is far smaller; an endless body stops here. */
-const MAX_ANSWER_BYTES = 4 * 2 ** 20;
 import { createDispatcher, ProxyFailure, type TlsMaterial } from '../net/dispatcher.js';
 import { clusterPaths, orgPaths } from './paths.js';
 import type {
@@ -23,6 +20,9 @@ import type {
   WeightsUpdateBody,
   WeightsUpdateResponse,
 } from './types.js';
+
+/** The most of an answer read: a listing of many clusters is far smaller; an endless body stops here. */
+const MAX_ANSWER_BYTES = 4 * 2 ** 20;
 
 export interface ClusterClientOptions {
   /** e.g. `https://api.example.com`; a path prefix is kept. */

@@ -37,19 +37,19 @@ export function resolveTarget(flags: TargetFlags, env: NodeJS.ProcessEnv, cwd: s
   const loaded = loadConfig({ file: flags.configFile ?? null, env, cwd, usedKeys });
   const config: Readonly<Config> = loaded.config;
 
-  const org = flags.org || config?.clusters.org;
+  const org = flags.org || config.clusters.org;
   if (!org) throw new UsageError('no organization: give --org ORG or set clusters.org in the config file');
-  const token = flags.token || envToken || config?.clusters.token;
+  const token = flags.token || envToken || config.clusters.token;
   if (!token) throw new UsageError('no admin token: give --token T, set SPOOLSHIP_ADMIN_TOKEN, or set clusters.token in the config file');
   const badToken = tokenCharProblem(token);
   if (badToken) throw new UsageError(`the admin token ${badToken}`);
   const baseUrl = flags.baseUrl ?? configuredBaseUrl(config);
-  const tlsFiles = { ca: config?.api.ca_file ?? null, cert: config?.api.client_cert_file ?? null, key: config?.api.client_key_file ?? null };
-  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config.api.proxy ?? null, tlsFiles, warnings: loaded.envWarnings ?? [] };
+  const tlsFiles = { ca: config.api.ca_file, cert: config.api.client_cert_file, key: config.api.client_key_file };
+  return { org, token, baseUrl: checkBaseUrl(baseUrl), proxy: config.api.proxy, tlsFiles, warnings: loaded.envWarnings };
 }
 
-function configuredBaseUrl(config: Readonly<Config> | null): string {
-  const url = config?.api.base_url;
+function configuredBaseUrl(config: Readonly<Config>): string {
+  const url = config.api.base_url;
   // The placeholder default would send the admin token to a host that is not
   // the platform; "embedded" is an in-process emulator this command cannot reach.
   if (!url || url === 'embedded') {
@@ -73,6 +73,6 @@ function checkBaseUrl(text: string): string {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`--base-url '${text}': must be http:// or https://`);
   // The paths are appended to it: a query or fragment would swallow them (`http://h?x=1` sent GET /?x=1/v0/...).
   // (Not echoed whole: a query may carry a secret.)
-  if (u.search || u.hash || text.includes('?') || text.includes('#')) throw new UsageError(`--base-url ${u.origin}${u.pathname}?...: give the API host without a query or fragment`);
+  if (/[?#]/.test(text)) throw new UsageError(`--base-url ${u.origin}${u.pathname}?...: give the API host without a query or fragment`);
   return text;
 }

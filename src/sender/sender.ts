@@ -29,7 +29,6 @@ import { SplitEpisode } from './split-episode.js';
 import type { BatchHistory, DeliverOptions, DeliveryCtx, DeliveryResult, Final, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions } from './types.js';
 
 export type { BatchHistory, BisectionEvent, DeliverOptions, DeliveryResult, HeldBatch, Part, RootBatch, SenderHooks, SenderOptions, SplitEvent } from './types.js';
-
 export { PROBE_BUDGET } from './bisection.js';
 export { AUTO_INITIAL_IN_FLIGHT, SLOTS_RESERVED_AHEAD } from './in-flight.js';
 export type { BudgetParkReason, DsParkReason };
