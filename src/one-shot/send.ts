@@ -126,7 +126,7 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
   const batchRanges = new Map<number, RangeRecord[]>();
   const fileOf = (key: string): string | undefined => {
     const input = o.inputs[Number(key.slice('send:'.length))];
-    return input && input.name !== '-' ? path.resolve(input.name) : undefined;
+    return input ? (deadLetterFile(input.name) ?? undefined) : undefined;
   };
   const deliver = async (b: ClosedBatch) => {
     if (b.lines === 0) return;
@@ -161,9 +161,9 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       tasks.add(t);
     },
     onDeadLetter: (input) => {
-      // A line the batcher refused (too long, invalid JSON), named as a line the platform rejected: the
-      // FILE's absolute path, and for stdin neither file nor offset.
-      const named = input.file === '-' || input.file === null ? { ...input, file: null, offset: null } : { ...input, file: path.resolve(input.file) };
+      // A line the batcher refused (too long, invalid JSON), named as a line the platform rejected.
+      const file = input.file === null ? null : deadLetterFile(input.file);
+      const named = { ...input, file, offset: file === null ? null : input.offset };
       const t: Promise<void> = storeDeadLetter(named).finally(() => tasks.delete(t));
       tasks.add(t);
     },
@@ -244,4 +244,9 @@ function parkMessage(reason: string, detail: string | null, datasource: string):
     default:
       return `the API rejected single lines from 3 parts of a batch and accepted none (400): the request itself looks wrong (the Data Source name ${JSON.stringify(datasource)} or the token's scope); nothing was dead-lettered`;
   }
+}
+
+/** A send input as a dead letter names it: the FILE's absolute path; stdin ('-') has none (nor an offset). */
+function deadLetterFile(name: string): string | null {
+  return name === '-' ? null : path.resolve(name);
 }
