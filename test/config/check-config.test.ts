@@ -110,23 +110,20 @@ describe('check-config keeps credentials in URLs out of its output', () => {
 
   it('a secret interpolated into a typed key is *** in problems and in the effective config', () => {
     const dir = tempDir();
+    /** check-config on `yaml` with `env` (the secret in one variable): its exit code, and the secret nowhere in its output. */
+    const checked = (name: string, yaml: string, env: Record<string, string>, code: number) => {
+      const r = runCli(['check-config', '-c', writeFile(dir, name, yaml)], { cwd: dir, env });
+      expect(r.code).toBe(code);
+      for (const secret of Object.values(env)) expect(r.stdout + r.stderr).not.toContain(secret);
+      return r;
+    };
     const secret = 'sk-live-9f8e7d6c5b4a';
-    const bad = writeFile(dir, 'bad.yaml', 'api:\n  base_url: embedded\nbatch:\n  linger_ms: ${MY_API_TOKEN}\n');
-    const r = runCli(['check-config', '-c', bad], { cwd: dir, env: { MY_API_TOKEN: secret } });
-    expect(r.code).toBe(2);
-    expect(r.stdout + r.stderr).not.toContain(secret);
+    const r = checked('bad.yaml', 'api:\n  base_url: embedded\nbatch:\n  linger_ms: ${MY_API_TOKEN}\n', { MY_API_TOKEN: secret }, 2);
     expect(r.stderr).toContain('batch.linger_ms: "***"');
-    const ok = writeFile(dir, 'ok.yaml', 'api:\n  base_url: embedded\nclusters:\n  org: org-${DEPLOY_SECRET}\n');
-    const r2 = runCli(['check-config', '-c', ok], { cwd: dir, env: { DEPLOY_SECRET: secret } });
-    expect(r2.code).toBe(0);
-    expect(r2.stdout + r2.stderr).not.toContain(secret);
+    const r2 = checked('ok.yaml', 'api:\n  base_url: embedded\nclusters:\n  org: org-${DEPLOY_SECRET}\n', { DEPLOY_SECRET: secret }, 0);
     expect(parse(r2.stdout).clusters.org).toBe('org-***');
     // The token's own value, whatever its variable is called, is a secret wherever else it lands.
-    const tok = 'p.FROMVAR-1234567';
-    const reused = writeFile(dir, 'reused.yaml', 'api:\n  base_url: embedded\n  token: ${MYTOK}\n  wait: ${MYTOK}\nclusters:\n  org: ${MYTOK}\n');
-    const r3 = runCli(['check-config', '-c', reused], { cwd: dir, env: { MYTOK: tok } });
-    expect(r3.code).toBe(2);
-    expect(r3.stdout + r3.stderr).not.toContain(tok);
+    const r3 = checked('reused.yaml', 'api:\n  base_url: embedded\n  token: ${MYTOK}\n  wait: ${MYTOK}\nclusters:\n  org: ${MYTOK}\n', { MYTOK: 'p.FROMVAR-1234567' }, 2);
     expect(r3.stderr).toContain('api.wait: "***"');
   });
 

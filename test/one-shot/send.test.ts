@@ -40,6 +40,18 @@ function run(args: string[], opts: { cwd: string; stdin?: string; env?: Record<s
 const lines = (n: number, prefix = 'l') => Array.from({ length: n }, (_, i) => JSON.stringify({ id: `${prefix}${i}` }));
 const stored = (dir: string, ds: string) => readFileSync(path.join(dir, 'emu', `${ds}.ndjson`), 'utf8').trim().split('\n');
 
+/** `send --json a.ndjson` (3 lines, written here) with `dir`'s cfg.yaml, in the background: the child, what it printed so far, its exit code. */
+async function sendInBackground(dir: string) {
+  await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
+  const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
+  cleanups.push(async () => child.kill('SIGKILL'));
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, out, exited };
+}
+
 describe('spoolship send', () => {
   it('ships files through retries; rejected lines are dead-lettered and make it exit 1, with a JSON summary', async () => {
     const { dir, emu } = await setup();
@@ -168,39 +180,22 @@ describe('spoolship send', () => {
     const port = (probe.address() as { port: number }).port;
     await new Promise((r) => probe.close(r));
     await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: http://127.0.0.1:${port}\n  token: t\nstate_dir: ${dir}/state\nretry:\n  initial_ms: 5\n  max_ms: 20\n`);
-    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
-    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
-    cleanups.push(async () => child.kill('SIGKILL'));
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    const told = new Promise<void>((resolve) =>
-      child.stderr.on('data', (d) => {
-        stderr += d;
-        if (/retrying \(network: ECONNREFUSED[^)]*127\.0\.0\.1:\d+; Ctrl-C stops\)/.test(stderr)) resolve();
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    await told;
+    const { child, out, exited } = await sendInBackground(dir);
+    await waitFor(() => /retrying \(network: ECONNREFUSED[^)]*127\.0\.0\.1:\d+; Ctrl-C stops\)/.test(out.stderr), 'the progress line saying why it retries');
     child.kill(signal);
     expect(await exited).toBe(1);
-    expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
+    expect(JSON.parse(out.stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
   });
 
   it('SIGTERM while a request hangs: the request is cut shutdown_timeout_ms later (not at api.timeout_ms), the summary, exit 1', async () => {
     const { dir, emu } = await setup();
     emu.setFaults([{ kind: 'hang', p: 1 }]);
     await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\n  timeout_ms: 600000\nstate_dir: ${dir}/state\nshutdown_timeout_ms: 200\n`);
-    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
-    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
-    cleanups.push(async () => child.kill('SIGKILL'));
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const { child, out, exited } = await sendInBackground(dir);
     await waitFor(() => emu.requests().length > 0, 'the request hanging');
     child.kill('SIGTERM');
     expect(await exited).toBe(1);
-    expect(JSON.parse(stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
+    expect(JSON.parse(out.stdout)).toMatchObject({ ok: false, lines_read: 3, lines_acked: 0, error: expect.stringContaining('interrupted') });
   });
 
   it('SIGTERM once every line is read and sent: the answers come within shutdown_timeout_ms, every line is acknowledged, exit 0', async () => {
@@ -211,17 +206,12 @@ describe('spoolship send', () => {
     const emu = await startEmulator({ listen: '127.0.0.1:0', dataDir: path.join(dir, 'emu'), faults: [{ kind: 'slow', delay_ms: 1000 }], onEventsArrival: () => arrived() });
     cleanups.push(() => emu.close());
     await writeFile(path.join(dir, 'cfg.yaml'), `api:\n  base_url: ${emu.url}\n  token: ${emu.token}\nstate_dir: ${dir}/state\nshutdown_timeout_ms: 30000\n`);
-    await writeFile(path.join(dir, 'a.ndjson'), `${lines(3).join('\n')}\n`);
-    const child = spawn(process.execPath, [CLI, 'send', '-c', 'cfg.yaml', '-d', 'events', '--json', 'a.ndjson'], { cwd: dir });
-    cleanups.push(async () => child.kill('SIGKILL'));
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const { child, out, exited } = await sendInBackground(dir);
     // The one request (every line: the file was read to its end) is on the wire, its answer 1 s away.
     await arrival;
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, lines_read: 3, lines_acked: 3, error: null });
+    expect(JSON.parse(out.stdout)).toMatchObject({ ok: true, lines_read: 3, lines_acked: 3, error: null });
   });
 
   it('exits 2 and sends nothing for a missing file, a missing -d or a bad Data Source name', async () => {
