@@ -6,6 +6,7 @@
 // server's body and a hint; no answer at all becomes a NetworkError.
 import { Agent, buildConnector, EnvHttpProxyAgent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { ProxyRoute } from '../config/proxy.js';
+import { scrub } from '../config/redact.js';
 import { ApiError, NetworkError } from '../errors.js';
 import { readBounded } from '../sender/http-client.js';
 import { createDispatcher, ProxyFailure, type TlsMaterial } from '../net/dispatcher.js';
@@ -112,7 +113,7 @@ export class ClusterClient {
       status = res.statusCode;
       const read = await readBounded(res.body, MAX_ANSWER_BYTES);
       // A server (an echo service behind a wrong --base-url) may send the admin token back: never printed.
-      text = this.opts.token ? read.text.split(this.opts.token).join('***') : read.text;
+      text = this.opts.token ? scrub(read.text, [this.opts.token]) : read.text;
       if (read.truncated) throw new ApiError(status, text.slice(0, 200), `the answer is larger than ${MAX_ANSWER_BYTES / 2 ** 20} MiB, which no cluster API answer is; check that --base-url (or api.base_url) is the API host`);
     } catch (err) {
       if (err instanceof ApiError) throw err;
