@@ -124,6 +124,22 @@ class Daemon {
     });
   }
 
+  /**
+   * A rejection or an exception that no part of the agent handled: the same
+   * orderly end as the agent's own fatal errors (ERROR `fatal`, destroy, exit
+   * 1), instead of Node's bare stack trace with the state_dir still locked.
+   */
+  crash(err: unknown, origin: 'unhandledRejection' | 'uncaughtException'): void {
+    this.log.error({ event: 'fatal', origin, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
+    this.fatalError ??= err;
+    this.stopping.abort();
+    this.wakeExit();
+  }
+
+  get failed(): boolean {
+    return this.fatalError !== null;
+  }
+
   stop(signal: string): void {
     this.log.info({ event: 'signal_received', signal }, 'signal received');
     this.stopRequested = true;
@@ -243,14 +259,27 @@ const command: Command = {
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     process.on('SIGHUP', onHup);
-    try {
-      await daemon.start();
-    } catch (err) {
+    const onRejection = (err: unknown) => daemon.crash(err, 'unhandledRejection');
+    const onException = (err: unknown) => daemon.crash(err, 'uncaughtException');
+    process.on('unhandledRejection', onRejection);
+    process.on('uncaughtException', onException);
+    const off = () => {
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       process.off('SIGHUP', onHup);
+      process.off('unhandledRejection', onRejection);
+      process.off('uncaughtException', onException);
+    };
+    try {
+      await daemon.start();
+    } catch (err) {
+      off();
       if (!(err instanceof StartStoppedError)) throw err;
       // Nothing was started: no state to write.
+      if (daemon.failed) {
+        log.error({ event: 'exiting_after_fatal' }, 'exiting after a fatal error; the next start recovers from the state_dir');
+        return EXIT_FAILURE;
+      }
       log.info({ event: 'stopped' }, 'stopped before the start finished');
       return EXIT_OK;
     }
@@ -260,9 +289,7 @@ const command: Command = {
     try {
       return await daemon.finish();
     } finally {
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      process.off('SIGHUP', onHup);
+      off();
     }
   },
 };
