@@ -154,12 +154,19 @@ function isModification(v: unknown): boolean {
   return isObject(v) && typeof v.cluster_id === 'string' && typeof v.operation === 'string';
 }
 
+/** role -> (replica -> integer weight), docs/clusters.md: a weight sent as "0" would be summed as text later. */
+export function isWeights(v: unknown): boolean {
+  return isObject(v) && Object.values(v).every((m) => isObject(m) && Object.values(m).every((w) => Number.isInteger(w) && (w as number) >= 0));
+}
+
 function isListing(v: unknown): boolean {
-  return isObject(v) && Array.isArray(v.clusters) && v.clusters.every((c) => isObject(c) && isObject(c.replicas) && isObject(c.cluster_weights));
+  return isObject(v) && Array.isArray(v.clusters) && v.clusters.every((c) => isObject(c) && isObject(c.replicas) && isWeights(c.cluster_weights));
 }
 
 function isConfiguration(v: unknown): boolean {
-  return isObject(v) && isObject(v.cloud_regions) && isObject(v.available_sizes) && Array.isArray(v.available_roles);
+  if (!isObject(v)) return false;
+  const w = v.cluster_weights;
+  return isObject(v.cloud_regions) && isObject(v.available_sizes) && Array.isArray(v.available_roles) && (w === undefined || (isObject(w) && Object.values(w).every(isWeights)));
 }
 
 function redact(url: string): string {

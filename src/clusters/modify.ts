@@ -5,7 +5,7 @@
 // The client never retries; this is the one place that decides to send twice,
 // and only after a 409, which means nothing was applied.
 import { ApiError, PreconditionError, UsageError } from '../errors.js';
-import type { ClusterClient } from './client.js';
+import { isWeights, type ClusterClient } from './client.js';
 import { buildPlan, refusal, type Intent, type Plan } from './plan.js';
 import { renderPlan } from './render.js';
 import type { Cluster, ClusterConfiguration, Weights } from './types.js';
@@ -103,8 +103,8 @@ function send(client: ClusterClient, plan: Plan): Promise<unknown> {
 
 function currentWeightsOf(err: ApiError): Weights | null {
   try {
-    const body = JSON.parse(err.body) as { current_weights?: Weights };
-    return body.current_weights ?? null;
+    const weights = (JSON.parse(err.body) as { current_weights?: unknown } | null)?.current_weights;
+    return isWeights(weights) ? (weights as Weights) : null;
   } catch {
     return null;
   }

@@ -160,6 +160,14 @@ describe('ClusterClient against a misbehaving server', () => {
     expect(paths).toEqual([`/proxy/v0/organizations/${ORG}/clusters`]);
   });
 
+  it('a listing whose weight is not an integer >= 0 (a string): ApiError, not "weights sum to 010000" later', async () => {
+    const listing = { clusters: [{ id: 'c1', replicas: { r0: {}, r1: {} }, cluster_weights: { writer: { r0: '0', r1: 100 } } }] };
+    const url = await serve((_req, res) => res.end(JSON.stringify(listing)));
+    const err = await client({ baseUrl: url }).listClusters().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).message).toMatch(/not shaped like the cluster API/);
+  });
+
   it('a 200 JSON answer that is not a listing: ApiError, not a crash later', async () => {
     const url = await serve((_req, res) => res.end('{"data":[]}'));
     const err = await client({ baseUrl: url }).listClusters().catch((e: unknown) => e);
