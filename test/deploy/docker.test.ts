@@ -188,12 +188,16 @@ describe('the runtime stage, replayed without Docker', () => {
     await writeFile(path.join(spoolDir, 'docker_smoke', 'app.ndjson'), `${body.join('\n')}\n`);
     await waitFor(() => (emu.stats().rows['docker_smoke'] ?? 0) >= body.length, 'the lines at the emulator');
 
-    const health = spawnSync('setpriv', [...asImageUser, 'node', path.join(app(), 'deploy', 'docker', 'healthcheck.mjs')], {
-      env: { ...env, SPOOLSHIP_HEALTHCHECK_URL: `${agent.adminUrl}/healthz` },
-    });
-    expect(health.status).toBe(0);
-    const unhealthy = spawnSync('node', [path.join(app(), 'deploy', 'docker', 'healthcheck.mjs')], { env: { ...env, SPOOLSHIP_HEALTHCHECK_URL: `${agent.adminUrl}/nope` } });
-    expect(unhealthy.status).toBe(1);
+    // The HEALTHCHECK finds admin.listen where the agent's own setting puts it (0.0.0.0 asked on loopback).
+    const healthcheck = path.join(app(), 'deploy', 'docker', 'healthcheck.mjs');
+    const port = new URL(agent.adminUrl!).port;
+    const health = spawnSync('setpriv', [...asImageUser, 'node', healthcheck], { env: { ...env, SPOOLSHIP_ADMIN__LISTEN: `0.0.0.0:${port}` } });
+    expect(health.status, String(health.stderr)).toBe(0);
+    expect(spawnSync('node', [healthcheck, `${agent.adminUrl}/healthz`], { env }).status).toBe(0);
+    expect(spawnSync('node', [healthcheck, `${agent.adminUrl}/nope`], { env }).status).toBe(1);
+    const off = spawnSync('node', [healthcheck], { env: { ...env, SPOOLSHIP_ADMIN__LISTEN: '' }, encoding: 'utf8' });
+    expect(off.status).toBe(1);
+    expect(off.stderr).toMatch(/admin\.listen is off/);
 
     expect(await agent.stop()).toBe(0);
     expect(agent.logs.filter((l) => l.level >= 50)).toEqual([]);
