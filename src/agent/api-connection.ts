@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { ClientIdentitySource } from '../net/client-identity.js';
 import { EMBEDDED_NETWORK } from '../net/setup.js';
-import { clientCertChanged, clientCertRefused, proxyInUse, tokenChanged } from '../observe/state-events.js';
+import { clientCertChanged, clientCertRefused, proxyInUse, tokenChanged, tokenFileRefused } from '../observe/state-events.js';
 import { openDelivery, type DeliveryEngine } from '../sender/engine.js';
 import { TOKEN_FILE_READABLE, TokenSource, otherCanRead } from '../sender/token.js';
 import type { Clock } from '../util/clock.js';
@@ -76,11 +76,9 @@ export class ApiConnection {
       this.token = await TokenSource.create(this.embedded.token, null);
       log.info({ event: 'embedded_emulator_started', url: baseUrl }, 'embedded emulator started');
     } else {
-      if (c.api.token_file && (await otherCanRead(c.api.token_file))) {
-        log.warn({ event: 'token_file_readable', file: c.api.token_file }, TOKEN_FILE_READABLE);
-      }
+      await this.warnIfReadable();
     }
-    this.token.watch(tokenChanged(log, this.o.wake));
+    this.token.watch(() => this.onNewToken(), tokenFileRefused(log, c.api.token_file));
     parts.add('token watch', this.token);
     const identity = this.identity;
     if (identity) {
@@ -104,11 +102,24 @@ export class ApiConnection {
 
   /** SIGHUP: re-read the token file and the client certificate, and retry parked work now. */
   async reload(): Promise<void> {
-    await this.token.reload();
+    const t = await this.token.reload();
+    if (t === 'changed') await this.onNewToken();
+    else if (typeof t === 'object') tokenFileRefused(this.o.log, this.config.api.token_file)(t.problem);
     const r = await this.identity?.reload();
     if (r === 'changed') clientCertChanged(this.o.log, () => this.renewIdentity())();
     else if (typeof r === 'object') clientCertRefused(this.o.log)(r.problem);
     this.o.wake();
+  }
+
+  /** A rotated token file: parked work goes again, and a new file others may read is a WARN as at start. */
+  private async onNewToken(): Promise<void> {
+    tokenChanged(this.o.log, this.o.wake)();
+    await this.warnIfReadable();
+  }
+
+  private async warnIfReadable(): Promise<void> {
+    const file = this.config.api.token_file;
+    if (file && (await otherCanRead(file))) this.o.log.warn({ event: 'token_file_readable', file }, TOKEN_FILE_READABLE);
   }
 
   /** New connections with the client certificate now in use; what was parked or waits for a retry goes again. */

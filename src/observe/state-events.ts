@@ -112,6 +112,13 @@ export function tokenChanged(log: Logger, retryParked: () => void): () => void {
   };
 }
 
+/** The token file changed to something that cannot be the token (empty, unreadable, a character no header carries): the token in use stays. Once per change. */
+export function tokenFileRefused(log: Logger, file: string | null): (problem: string) => void {
+  return (problem) => {
+    log.warn({ event: 'token_file_refused', file, problem }, 'the changed token file cannot be used; the token in use stays until the file holds a usable one');
+  };
+}
+
 /** A new client certificate and key are in use: new connections, and parked requests are tried again at once. */
 export function clientCertChanged(log: Logger, renew: () => void): () => void {
   return () => {

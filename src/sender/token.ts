@@ -10,9 +10,23 @@ import { FilePoll } from '../util/file-poll.js';
 import { tokenCharProblem } from '../util/token-chars.js';
 
 
+/** Why the text of a token file cannot be the token, or null when it can. */
+export function tokenTextProblem(text: string): string | null {
+  if (text === '') return 'is empty; write the token into it (a rotation that truncates first is read again when it is written)';
+  const bad = tokenCharProblem(text);
+  return bad ? `its token ${bad}` : null;
+}
+
+/** The token file's text, trimmed (bounded, non-blocking: a FIFO here blocked the process, a device filled memory). */
+export async function readTokenFile(file: string): Promise<string> {
+  return (await readRegularFile(file, MAX_SECRET_FILE_BYTES)).toString('utf8').trim();
+}
+
 export class TokenSource implements LongLived, BearerToken {
   private value: string;
   private stamp = '';
+  /** The stamp of a rewrite that was refused: warned about once, not once per poll. */
+  private refused = '';
   private readonly poll = new FilePoll();
 
   private constructor(
@@ -25,7 +39,9 @@ export class TokenSource implements LongLived, BearerToken {
   static async create(token: string | null, file: string | null): Promise<TokenSource> {
     if (file) {
       const src = new TokenSource(file, '');
-      await src.reload();
+      const r = await src.read();
+      if ('problem' in r) throw new ConfigError([{ path: 'api.token_file', value: file, why: r.problem }]);
+      src.take(r);
       return src;
     }
     if (!token) {
@@ -40,39 +56,32 @@ export class TokenSource implements LongLived, BearerToken {
     return this.value;
   }
 
-  /** Re-read the token file; true when the token changed. */
-  async reload(): Promise<boolean> {
-    if (!this.file) return false;
-    let text: string;
-    let stamp: string;
-    try {
-      const st = await fsp.stat(this.file);
-      stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
-      if (stamp === this.stamp) return false;
-      // Non-blocking and bounded: a FIFO here blocked the process, a device filled memory.
-      text = (await readRegularFile(this.file, MAX_SECRET_FILE_BYTES)).toString('utf8').trim();
-    } catch (err) {
-      if (this.value === '') {
-        throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'}); create it or fix the path` }]);
-      }
-      return false;
+  /**
+   * Re-read the token file: 'changed' when a new token is in use; a problem
+   * when the file changed to something that cannot be the token (empty,
+   * unreadable, a character no header carries): the token in use stays, as a
+   * rewrite may follow. Each refused change is reported once.
+   */
+  async reload(): Promise<'changed' | 'unchanged' | { problem: string }> {
+    if (!this.file) return 'unchanged';
+    const r = await this.read();
+    if ('problem' in r) {
+      if (r.stamp === this.refused) return 'unchanged';
+      this.refused = r.stamp;
+      return { problem: r.problem };
     }
-    const bad = tokenCharProblem(text);
-    if (bad) {
-      // At start a config error; later the token in use is kept (a rewrite may follow).
-      if (this.value === '') throw new ConfigError([{ path: 'api.token_file', value: this.file, why: `its token ${bad}` }]);
-      return false;
-    }
-    this.stamp = stamp;
-    if (text === this.value) return false;
-    this.value = text;
-    return true;
+    if (r.stamp === this.stamp) return 'unchanged';
+    const same = r.text === this.value;
+    this.take(r);
+    return same ? 'unchanged' : 'changed';
   }
 
-  watch(onChange: () => void): void {
+  watch(onChange: () => void, onProblem: (problem: string) => void): void {
     if (!this.file) return;
     this.poll.start(async () => {
-      if (await this.reload()) onChange();
+      const r = await this.reload();
+      if (r === 'changed') onChange();
+      else if (typeof r === 'object') onProblem(r.problem);
     });
   }
 
@@ -82,6 +91,28 @@ export class TokenSource implements LongLived, BearerToken {
 
   destroy(): Promise<void> {
     return this.poll.destroy();
+  }
+
+  private async read(): Promise<{ stamp: string; text: string } | { stamp: string; problem: string }> {
+    const file = this.file!;
+    let stamp = 'unreadable';
+    try {
+      const st = await fsp.stat(file);
+      stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+      if (stamp === this.stamp) return { stamp, text: this.value };
+      const text = await readTokenFile(file);
+      const problem = tokenTextProblem(text);
+      return problem ? { stamp, problem } : { stamp, text };
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      return { stamp: `${stamp}:${e.code ?? ''}`, problem: `cannot read it (${e.code ?? e.message}); create it or fix the path` };
+    }
+  }
+
+  private take(r: { stamp: string; text: string }): void {
+    this.stamp = r.stamp;
+    this.refused = '';
+    this.value = r.text;
   }
 }
 

@@ -2,6 +2,7 @@ import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { makeCa, makeClientCert } from '../support/pki.js';
 import { ROOT, runCli, tempDir, writeFile } from './helpers.js';
 
 describe('spoolship check-config (built CLI)', () => {
@@ -64,6 +65,35 @@ describe('spoolship check-config (built CLI)', () => {
     expect(open.stderr).toContain(`spoolship check-config: warning: ${token}: api.token_file can be read by other users; chmod 600 it`);
     chmodSync(token, 0o600);
     expect(runCli(['check-config', '-c', file], { cwd: dir }).stderr).not.toContain('can be read by other users');
+  });
+
+  it('reads the files the config names as run does: an empty token file, one with a control character, or a certificate that does not match its key is exit 2 naming the key; one not there yet a warning', () => {
+    const dir = tempDir();
+    const token = writeFile(dir, 'token', '\n');
+    chmodSync(token, 0o600);
+    const file = writeFile(dir, 'c.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${token}\n`);
+    const empty = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain(`api.token_file: "${token}": is empty; write the token into it`);
+    writeFile(dir, 'token', 'p.tok\u00011\n');
+    const control = runCli(['check-config', '-c', file], { cwd: dir });
+    expect(control.code).toBe(2);
+    expect(control.stderr).toContain(`api.token_file: "${token}": its token contains U+0001 (a control character)`);
+    expect(control.stderr).not.toContain('p.tok');
+    writeFile(dir, 'token', 'p.tok-1\n');
+    expect(runCli(['check-config', '-c', file], { cwd: dir }).code).toBe(0);
+
+    const ca = makeCa(dir, 'ca');
+    const a = makeClientCert(dir, ca, 'a');
+    const b = makeClientCert(dir, ca, 'b');
+    const mtls = writeFile(dir, 'm.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${token}\n  client_cert_file: ${a.certFile}\n  client_key_file: ${b.keyFile}\n`);
+    const mismatched = runCli(['check-config', '-c', mtls], { cwd: dir });
+    expect(mismatched.code).toBe(2);
+    expect(mismatched.stderr).toContain(`api.client_cert_file: "${a.certFile}"`);
+    const notYet = writeFile(dir, 'n.yaml', `api:\n  base_url: https://api.eu.example.com\n  token_file: ${dir}/later\n  client_cert_file: ${dir}/later.crt\n  client_key_file: ${dir}/later.key\n`);
+    const later = runCli(['check-config', '-c', notYet], { cwd: dir });
+    expect(later.code).toBe(0);
+    expect(later.stderr).toContain(`api.token_file: ${dir}/later does not exist (yet)`);
   });
 
   it('finds ./config/spoolship.yaml from the working directory (the quick start) with no env', () => {

@@ -43,7 +43,24 @@ describe('a token no HTTP header can carry', () => {
     const token = await TokenSource.create(null, tokenFile);
     expect(token.get()).toBe('p.tok-1');
     writeFileSync(tokenFile, 'p.tok\r-2 with more\n');
-    expect(await token.reload()).toBe(false);
+    expect(await token.reload()).toEqual({ problem: 'its token contains \\r (a carriage return: saved with Windows line ends?), which no HTTP header can carry; remove it' });
     expect(token.get()).toBe('p.tok-1');
+    // Reported once per change, not once per poll.
+    expect(await token.reload()).toBe('unchanged');
+  });
+
+  it('an empty token file: refused at start; emptied later (a rotation that truncates first), the token in use stays until the new one is written', async () => {
+    const dir = tempDir();
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, '\n');
+    await expect(TokenSource.create(null, tokenFile)).rejects.toMatchObject({ problems: [{ path: 'api.token_file', value: tokenFile, why: expect.stringMatching(/^is empty; write the token into it/) }] });
+    writeFileSync(tokenFile, 'p.tok-1\n');
+    const token = await TokenSource.create(null, tokenFile);
+    writeFileSync(tokenFile, '');
+    expect(await token.reload()).toEqual({ problem: expect.stringMatching(/^is empty/) });
+    expect(token.get()).toBe('p.tok-1');
+    writeFileSync(tokenFile, 'p.tok-2 \n');
+    expect(await token.reload()).toBe('changed');
+    expect(token.get()).toBe('p.tok-2');
   });
 });

@@ -4,7 +4,7 @@
 // exit 0. An invalid config throws ConfigError, which main.ts prints
 // as one `path: value: why` line per problem, exit 2.
 import { stringify } from 'yaml';
-import { EXIT_OK } from '../../errors.js';
+import { ConfigError, EXIT_OK } from '../../errors.js';
 import { loadConfig, redactConfig, type LoadedConfig } from '../../config/index.js';
 import { affectedByUpgrade } from '../../config/affected.js';
 import { scrub } from '../../config/redact.js';
@@ -12,6 +12,7 @@ import { otherCanRead, TOKEN_FILE_READABLE } from '../../sender/token.js';
 import { checkLayout } from '../../spool/layout.js';
 import { stateDirPathError } from '../../state/dir-trust.js';
 import { parseCommandArgs, type Command } from '../command.js';
+import { unreadableFiles } from '../../agent/preflight.js';
 
 const usage = `Usage: spoolship check-config [-c FILE]
 
@@ -75,6 +76,11 @@ const command: Command = {
     // A file where state_dir should be: `run` refuses it (exit 2), so this does too.
     const stateDirError = await stateDirPathError(loaded.config.state_dir);
     if (stateDirError) throw stateDirError;
+    // The files it names, as `run` reads them (agent/preflight.ts): an empty token file, one with a
+    // character no header carries, a certificate that does not match its key. One not there yet is a warning.
+    const embedded = loaded.config.api.base_url === 'embedded';
+    const files = await unreadableFiles(embedded ? { ...loaded.config, api: { ...loaded.config.api, token_file: null } } : loaded.config, { skipMissing: true });
+    if (files.length > 0) throw new ConfigError(files);
     io.stdout.write(renderEffectiveConfig(loaded));
     const layout = await checkLayout(loaded.config.spool.dir);
     if (layout.missing) io.stderr.write(`spoolship check-config: warning: spool.dir ${loaded.config.spool.dir} does not exist; the agent picks it up when it appears\n`);
