@@ -6,6 +6,15 @@ import { isPlainObject, plain, TypedScalar, valueOf } from './raw.js';
 import { closest } from './suggest.js';
 import { isDataSourceName } from '../util/datasource-name.js';
 
+/**
+ * The scheme and `//` exactly as written, nothing before them: a URL parser
+ * reads "http:/u:pw@host" and " http://..." as good URLs, but a typo there is
+ * a typo, and the places that hide a password look for "scheme://".
+ */
+function startsAs(s: string, schemes: readonly string[]): boolean {
+  return schemes.some((scheme) => s.slice(0, scheme.length + 3).toLowerCase() === `${scheme}://`);
+}
+
 export function baseUrl(s: string): Parsed<string> {
   if (s === 'embedded') return ok(s);
   let u: URL;
@@ -14,7 +23,7 @@ export function baseUrl(s: string): Parsed<string> {
   } catch {
     return bad('must be an http(s) URL such as https://api.example.com, or "embedded" for the in-process emulator');
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') return bad('must start with https:// or http://, or be "embedded"');
+  if (!startsAs(s, ['https', 'http'])) return bad('must start with https:// or http://, or be "embedded"');
   if (u.search || u.hash) return bad('must not have a query or fragment; give the API host only, e.g. https://api.example.com');
   if (u.username || u.password) return bad('must not carry credentials; put the token in api.token or api.token_file');
   // A trailing slash would give "//v0/events" once the sender appends its path.
@@ -48,7 +57,7 @@ export function proxyUrl(): Field<string | null> {
     } catch {
       return bad('must be a URL such as http://proxy.internal:3128 (percent-encode special characters in the password), "" for no proxy, or null');
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return bad('must start with http:// or https:// (the proxy itself; the API stays https through it)');
+    if (!startsAs(s, ['http', 'https'])) return bad('must start with http:// or https:// (the proxy itself; the API stays https through it)');
     if (!u.hostname) return bad('has no host; e.g. http://proxy.internal:3128');
     if (u.pathname !== '/' || u.search || u.hash) return bad('must be a proxy address only (scheme, host, port), without a path');
     return ok(s);
@@ -62,7 +71,7 @@ export function redisUrl(s: string): Parsed<string> {
   } catch {
     return bad('must be a URL such as redis://redis:6379 or rediss://:PASSWORD@redis:6380 (percent-encode special characters in the password)');
   }
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') return bad('must start with redis:// or rediss:// (TLS)');
+  if (!startsAs(s, ['redis', 'rediss'])) return bad('must start with redis:// or rediss:// (TLS)');
   if (!u.hostname) return bad('has no host; e.g. redis://redis:6379');
   return ok(s);
 }

@@ -20,7 +20,9 @@ const SECRET_PARAM = /pass|pwd|secret|token|key|auth|cred/i;
 export function redactUrlPassword(url: string): string {
   const q = url.indexOf('?');
   const withQuery = q === -1 ? url : url.slice(0, q + 1) + redactQuery(url.slice(q + 1));
-  return withQuery.replace(/^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is, (_, scheme: string, userinfo: string) => {
+  // Without "scheme://" as written (a typo a URL parser forgives: "http:/u:pw@h",
+  // "u:pw@h"), everything before the first colon is taken as the user.
+  return withQuery.replace(/^(\s*[a-z][a-z0-9+.-]*:\/\/|)(.*)@/is, (_, scheme: string, userinfo: string) => {
     const colon = userinfo.indexOf(':');
     return colon === -1 ? `${scheme}${REDACTED}@` : `${scheme}${userinfo.slice(0, colon)}:${REDACTED}@`;
   });
