@@ -46,7 +46,7 @@ export class SenderEvents implements SenderHooks {
       deadLetters: BatchDeadLetters;
     },
   ) {
-    this.streak = new RetryStreak(() => o.log);
+    this.streak = new RetryStreak(() => o.log, o.clock);
     this.splits = new SplitLog({ clock: o.clock, log: () => o.log, maxBatchBytes: o.maxBatchBytes });
   }
 
@@ -92,11 +92,13 @@ export class SenderEvents implements SenderHooks {
   /** The agent's tick: a 413 episode over for long enough is logged (SplitLog). */
   tick(): void {
     this.splits.tick();
+    this.streak.tick();
   }
 
   /** At stop: what is due to be logged, now. */
   flush(): void {
     this.splits.flush();
+    this.streak.flush();
   }
 
   onAck(ds: string, lines: number, _rawBytes: number, quarantined: number): void {
