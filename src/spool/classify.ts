@@ -124,7 +124,19 @@ export async function look(c: ClassifyContext, slice: readonly Candidate[], conc
 function needsHead(c: ClassifyContext, p: string, st: Stats | null): boolean {
   if (!st?.isFile()) return false;
   const t = c.tailers.ofInode(st.dev, st.ino);
-  return !(t && followed(t)) && !verifiedAtStart(c, p, st);
+  if (t && followed(t)) return mayBeReused(t, p);
+  return !verifiedAtStart(c, p, st);
+}
+
+/**
+ * A followed file whose descriptor was given back while idle, listed at
+ * another path: its inode is free to be reused once the file is deleted, so
+ * the inode alone does not say it is the same file. (An open descriptor
+ * keeps the inode from being reused; at its own path, a truncation or a new
+ * start is rotation.ts's to find.)
+ */
+function mayBeReused(t: FileTailer, p: string): boolean {
+  return t.fh === null && p !== t.path;
 }
 
 /**
@@ -151,17 +163,22 @@ export async function classifyPath(c: ClassifyContext, l: Listed, claimed: Reado
   if (!st.isFile()) return { kind: 'not a file', p };
   if (claimed.has(`${st.dev}:${st.ino}`)) return { kind: 'alias', p };
   const t = c.tailers.ofInode(st.dev, st.ino);
-  if (t && followed(t)) return { kind: 'followed', t, p, st };
+  // Idle without its descriptor and at another path: the same file only
+  // with its first bytes and no shorter (renamed while idle). Otherwise the
+  // old file was deleted and a new one, in any Data Source, got its inode:
+  // a new generation of the listed path's Data Source. Followed, its lines
+  // went to the old file's Data Source, and an empty one was "truncated".
+  if (t && followed(t) && !(mayBeReused(t, p) && !sameFile(c, t, st, l.head))) return { kind: 'followed', t, p, st };
   // A finished file's descriptor is closed, so its inode can be reused. The
   // same first bytes and no less than was read: renamed back within
   // forget_after_ms, it reads on where it was (read from 0 it was shipped
   // twice). Otherwise a new file under the reused inode: a new generation.
-  if (t && cameBack(c, t, st, l.head)) return { kind: 'came back', t, p, st };
+  if (t && !followed(t) && sameFile(c, t, st, l.head)) return { kind: 'came back', t, p, st };
   return known(c, l, st, t ? t.gen + 1 : 0);
 }
 
-/** A finished file found at a matching path again: the same file (not deleted, same first bytes, not shorter)? */
-function cameBack(c: ClassifyContext, t: FileTailer, st: Stats, head: FileHead | null): boolean {
+/** A file without its descriptor found at a matching path: the same file (not deleted, same first bytes, not shorter)? */
+function sameFile(c: ClassifyContext, t: FileTailer, st: Stats, head: FileHead | null): boolean {
   const meta = c.store.metaOf(t.key);
   return !t.deleted && head !== null && meta !== undefined && st.size >= t.readOffset && headMatches(head.head, st.size, meta);
 }

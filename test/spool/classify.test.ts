@@ -2,10 +2,10 @@
 // files and a real state store: what a listed path is found to be, and what
 // a followed file no path was found for is. Classifying changes nothing:
 // each case checks the tailers and the state are as they were.
-import { link, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { classifySlice, classifyUnmatched, classifyUnseen, type ClassifyContext, type Listed } from '../../src/spool/classify.js';
+import { classifySlice, classifyUnmatched, classifyUnseen, look, type ClassifyContext, type Listed } from '../../src/spool/classify.js';
 import { fileKey, fingerprintOf, readHead } from '../../src/spool/identity.js';
 import { KnownFiles } from '../../src/spool/known-files.js';
 import { FileTailer } from '../../src/spool/tailer.js';
@@ -44,7 +44,9 @@ describe('classifying a listed path', () => {
   it('a followed file is followed, at a new path too; another name of it later in the scan is an alias', async () => {
     const w = await world();
     const { p, st } = await w.file('app.ndjson', '{"a":1}\n');
-    const t = w.follow(path.join(w.s.spool, 'ev', 'before.ndjson'), st, 8);
+    const before = path.join(w.s.spool, 'ev', 'before.ndjson');
+    w.remember(before, st, '{"a":1}\n', 8);
+    const t = w.follow(before, st, 8);
     const other = path.join(w.s.spool, 'ev', 'z-link.ndjson');
     await link(p, other);
     const claimed = new Set<string>();
@@ -95,6 +97,32 @@ describe('classifying a listed path', () => {
     const [other] = await classifySlice(w.ctx(), [await w.listed(p)], new Set());
     expect(other).toMatchObject({ kind: 'new', gen: 1 });
     expect(t.finished, 'classifying revived nothing').toBe(true);
+  });
+
+  it('a followed file without its descriptor (idle), its inode now at another path with other first bytes or shorter, in another Data Source: new there, not followed (the inode was reused)', async () => {
+    const w = await world();
+    const old = path.join(w.s.spool, 'ev', 'a.ndjson');
+    const otherDir = path.join(w.s.spool, 'other');
+    await mkdir(otherDir);
+    // The file now holding the inode the idle a.ndjson had: what the state knows of a.ndjson is not its start.
+    const reused = path.join(otherDir, 'g.ndjson');
+    await writeFile(reused, '{"g":1}\n{"g":2}\n{"g":3}\n');
+    const st = await stat(reused);
+    w.remember(old, st, '{"a":1}\n', 8);
+    const t = w.follow(old, st, 8);
+    expect(t.fh).toBeNull();
+    const [looked] = await look(w.ctx(), [{ p: reused, ds: 'other', file: 'not a link' }], 1);
+    expect(looked!.head, 'its first bytes are read').not.toBeNull();
+    const [found] = await classifySlice(w.ctx(), [looked!], new Set());
+    expect(found).toMatchObject({ kind: 'new', gen: 1, p: reused, ds: 'other' });
+    // Shorter than what was read of the old file: new too, not a truncation of it.
+    await writeFile(reused, '');
+    const [empty] = await classifySlice(w.ctx(), [{ p: reused, ds: 'other', st: await stat(reused), head: await readHead(reused, st.dev, st.ino) }], new Set());
+    expect(empty).toMatchObject({ kind: 'new', gen: 1, ds: 'other' });
+    // Renamed while idle (its first bytes, no shorter): still followed.
+    await writeFile(reused, '{"a":1}\n{"a":2}\n');
+    const [renamed] = await classifySlice(w.ctx(), [{ p: reused, ds: 'other', st: await stat(reused), head: await readHead(reused, st.dev, st.ino) }], new Set());
+    expect(renamed).toMatchObject({ kind: 'followed', t });
   });
 
   it('a path gone between the listing and the stat is vanished, and claims nothing', async () => {
