@@ -186,7 +186,8 @@ export class Discovery {
     // A descriptor held since before pins the inode: other first bytes there
     // are a truncation written past the old offset (copytruncate), not a new file.
     const held = t.fh !== null;
-    if (st.size < t.readOffset) await this.rotation.restart(t, st.size, 'truncated');
+    // Shorter than read, or a read found the bytes before its offset changed (truncated and written past it since).
+    if (st.size < t.readOffset || t.changedUnder) await this.rotation.restart(t, st.size, 'truncated');
     else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) await this.rotation.restart(t, st.size, held ? 'truncated' : 'replaced');
     else if (st.size > t.readOffset && !t.fh) await t.ensureOpen();
     t.sawStat(st);

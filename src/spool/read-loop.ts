@@ -63,6 +63,8 @@ export class ReadLoop {
     for (const t of this.tailers.list()) {
       if (stopped()) return any;
       if (!followed(t)) continue;
+      // Rewritten under the reader: the scan starts it again from 0 (discovery.ts).
+      if (t.changedUnder && !t.detached) continue;
       if (t.detached && t.endSeen && t.lastSize <= t.readOffset) {
         // Read to its end; its size is updated by each scan's fstat of the descriptor.
         if (this.awayForGood(t)) await this.finishDetached(t);

@@ -36,6 +36,8 @@ import { crc32 } from '../util/crc32.js';
 
 export interface ChunkScan extends ChunkLook {
   bytesRead: number;
+  /** The bytes before `position` were not `before` any more: nothing was read (the file was rewritten under the reader). */
+  changed?: boolean;
 }
 
 /** Read file[position, position + length) into buf at `at`, then look at buf[scanFrom, at + bytes read). */
@@ -48,6 +50,18 @@ export interface ScanRequest {
   scanFrom: number;
   /** The longest content an ordinary line may have (Batcher.plainLineLimit). */
   maxLen: number;
+  /**
+   * The last bytes read before `position`, checked before the read: a file
+   * truncated and written past our offset between two reads (its size never
+   * seen below it) no longer has them, and reading on would join an old
+   * partial line to new bytes.
+   */
+  before?: Uint8Array;
+}
+
+/** What a read answers when the bytes before its position changed. */
+function changedScan(req: Pick<ScanRequest, 'scanFrom'>): ChunkScan {
+  return { bytesRead: 0, changed: true, lastNewline: -1, runEnd: req.scanFrom, lines: 0, crc: 0 };
 }
 
 /**
@@ -74,9 +88,14 @@ export const READER_THREAD_MIN_THREADS = 4;
 
 /** The read and the look on this thread. */
 export async function readHere(req: ScanRequest): Promise<ChunkScan> {
-  const bytesRead = await new Promise<number>((resolve, reject) => {
-    fs.read(req.fd, req.buf, req.at, req.length, req.position, (err, n) => (err ? reject(err) : resolve(n)));
-  });
+  const read = (buf: Uint8Array, at: number, length: number, position: number) =>
+    new Promise<number>((resolve, reject) => fs.read(req.fd, buf, at, length, position, (err, n) => (err ? reject(err) : resolve(n))));
+  const before = req.before;
+  if (before && before.length > 0) {
+    const got = Buffer.allocUnsafe(before.length);
+    if ((await read(got, 0, before.length, req.position - before.length)) !== before.length || !got.equals(before)) return changedScan(req);
+  }
+  const bytesRead = await read(req.buf, req.at, req.length, req.position);
   return { bytesRead, ...lookAtChunk(req.buf, req.scanFrom, req.at + bytesRead, req.maxLen, crc32, plainRun) };
 }
 
@@ -109,8 +128,14 @@ parentPort.on('message', (m) => {
   let reply;
   try {
     const buf = Buffer.from(m.sab, m.offset, m.size);
-    const bytesRead = readSync(m.fd, buf, m.at, m.length, m.position);
-    reply = { id: m.id, bytesRead, ...lookAtChunk(buf, m.scanFrom, m.at + bytesRead, m.maxLen, crcOf, plainRun) };
+    const before = m.before ? Buffer.from(m.before.buffer, m.before.byteOffset, m.before.length) : null;
+    const got = before && before.length > 0 ? Buffer.allocUnsafe(before.length) : null;
+    if (got && (readSync(m.fd, got, 0, got.length, m.position - got.length) !== got.length || !got.equals(before))) {
+      reply = { id: m.id, bytesRead: 0, changed: true, lastNewline: -1, runEnd: m.scanFrom, lines: 0, crc: 0 };
+    } else {
+      const bytesRead = readSync(m.fd, buf, m.at, m.length, m.position);
+      reply = { id: m.id, bytesRead, ...lookAtChunk(buf, m.scanFrom, m.at + bytesRead, m.maxLen, crcOf, plainRun) };
+    }
   } catch (e) {
     reply = { id: m.id, error: { message: String(e && e.message), code: e && e.code, errno: e && e.errno, syscall: e && e.syscall } };
   }
@@ -182,7 +207,7 @@ export class ScanReader implements ChunkReader {
       this.pending.set(id, { req, resolve, reject });
       // Held (ref) only while a read is unanswered: an idle reader does not keep the process alive.
       if (this.pending.size === 1) w.ref();
-      w.postMessage({ id, sab, offset: req.buf.byteOffset, size: req.buf.length, fd: req.fd, at: req.at, length: req.length, position: req.position, scanFrom: req.scanFrom, maxLen: req.maxLen });
+      w.postMessage({ id, sab, offset: req.buf.byteOffset, size: req.buf.length, fd: req.fd, at: req.at, length: req.length, position: req.position, scanFrom: req.scanFrom, maxLen: req.maxLen, before: req.before });
     });
   }
 
@@ -228,8 +253,8 @@ export class ScanReader implements ChunkReader {
       p.reject(Object.assign(new Error(r.error.message), { code: r.error.code, errno: r.error.errno, syscall: r.error.syscall }));
       return;
     }
-    const { bytesRead, lastNewline, runEnd, lines, crc } = r;
-    p.resolve({ bytesRead, lastNewline, runEnd, lines, crc });
+    const { bytesRead, lastNewline, runEnd, lines, crc, changed } = r;
+    p.resolve(changed ? changedScan(p.req) : { bytesRead, lastNewline, runEnd, lines, crc });
   }
 
   /** The thread is gone: what it had not answered is read here, and so is every read after. */

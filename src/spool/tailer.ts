@@ -23,6 +23,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
 import type { ChunkLook } from '../batcher/lines.js';
 import type { SeenStat } from '../state/store.js';
+import { LastBytes, readAt } from './offset-reads.js';
 import { openRegularOrRefused } from './open.js';
 import { READ_HERE, type ChunkReader, type ChunkScan, type ScanRequest } from './scan-reader.js';
 
@@ -42,6 +43,10 @@ export class FileTailer implements TrackedFileRef {
   private carryStart: number;
   /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters at its end. */
   private skipping = false;
+  /** What was read just before readOffset, checked by the next read (offset-reads.ts). */
+  private readonly before = new LastBytes();
+  /** A read found those bytes changed: nothing more is read until the scan starts it again from 0 (discovery.ts). */
+  changedUnder = false;
   /** How it left the matching paths: renamed (its path changed since), or matched no more where it is (a config change). */
   #detached: false | 'renamed' | 'unmatched' = false;
   /** Detached and deleted (no link left): finished once unwritten for idle_ms (read-loop.ts), its remainder sent whole. */
@@ -270,6 +275,8 @@ export class FileTailer implements TrackedFileRef {
     this.carry = Buffer.alloc(0);
     this.carryStart = offset;
     this.skipping = false;
+    this.before.clear();
+    this.changedUnder = false;
   }
 
   /** Read one buffer's worth; returns the new bytes read (0 at end of file). */
@@ -295,9 +302,11 @@ export class FileTailer implements TrackedFileRef {
         // closing batch, whose parts the batcher searches itself: here the
         // look would search it twice (a maxLen of -1 stops at the first line).
         const looks = lent !== null || reader.where === 'thread';
-        const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: looks ? batcher.plainLineLimit : -1 });
+        const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: looks ? batcher.plainLineLimit : -1, before: this.before.get() });
+        if (scan.changed) this.changedUnder = true;
         if (scan.bytesRead === 0) return 0;
         this.readOffset += scan.bytesRead;
+        this.before.keep(into, at, at + base + scan.bytesRead);
         this.consume(into, at, at + base + scan.bytesRead, batcher, scan.lastNewline, looks ? scan : undefined);
         return scan.bytesRead;
       } finally {
@@ -305,8 +314,13 @@ export class FileTailer implements TrackedFileRef {
       }
     }
     // A long partial line: look for its end in the new bytes only.
+    if (!(await this.before.stillBefore(fh, this.readOffset))) {
+      this.changedUnder = true;
+      return 0;
+    }
     const { bytesRead } = await fh.read(buf, 0, buf.length, this.readOffset);
     if (bytesRead === 0) return 0;
+    this.before.keep(buf, 0, bytesRead);
     const nl = buf.indexOf(10);
     const lineEnd = nl === -1 || nl >= bytesRead ? -1 : nl;
     const at = this.readOffset;
@@ -382,16 +396,4 @@ export class FileTailer implements TrackedFileRef {
     this.carry = Buffer.alloc(0);
     this.carryStart = this.readOffset;
   }
-}
-
-/** `len` bytes of the file from `pos` (fewer only if the file is shorter now). */
-async function readAt(fh: FileHandle, pos: number, len: number): Promise<Buffer> {
-  const out = Buffer.allocUnsafe(len);
-  let got = 0;
-  while (got < len) {
-    const { bytesRead } = await fh.read(out, got, len - got, pos + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got === len ? out : out.subarray(0, got);
 }
