@@ -70,8 +70,8 @@ async function unchangedSinceRead(t: FileTailer): Promise<boolean> {
 
 /**
  * Renamed out of the patterns (not merely matched no more: a reload's new
- * routes, a restart's), or a newer file in the same directory grew after it
- * last did. Newer: created after it (birth time). Two writers in
+ * routes, a restart's), or a newer file of its Data Source in the same
+ * directory grew after it last did. Newer: created after it (birth time). Two writers in
  * one directory each keep their file: an older file that grows does not
  * supersede a newer one gone quiet. Where the file system keeps no birth
  * time, one that grew after it counts as newer.
@@ -79,7 +79,8 @@ async function unchangedSinceRead(t: FileTailer): Promise<boolean> {
 async function superseded(t: FileTailer, tailers: Tailers): Promise<boolean> {
   if (t.detached) return t.renamedAway;
   const dir = path.dirname(t.path);
-  const grewSince = [...tailers.values()].filter((other) => other !== t && followed(other) && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt);
+  // Of the same Data Source: a file routed elsewhere (spool.sources) is another stream, not its successor.
+  const grewSince = [...tailers.values()].filter((other) => other !== t && followed(other) && other.ds === t.ds && path.dirname(other.path) === dir && other.lastGrowthAt > t.lastGrowthAt);
   if (grewSince.length === 0) return false;
   const born = await birthOf(t);
   for (const other of grewSince) {

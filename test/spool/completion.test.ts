@@ -93,6 +93,45 @@ describe('on_complete: delete, two writers in one directory', () => {
   });
 });
 
+describe('on_complete: delete, a newer file of another Data Source in the same directory', () => {
+  it('does not supersede: the file its writer keeps (idle for a while) is kept, and its next lines ship', async () => {
+    const clock = new ManualClock();
+    const s0 = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+    const audit = new Router(s0.spool, [{ include: [path.join(s0.spool, 'ev', 'audit*.ndjson')], exclude: [], datasource: 'audit' }]);
+    const spooler = await s0.respool(audit);
+    const readAll = async () => {
+      while (await (spooler as unknown as { reader: ReadLoop }).reader.round(() => false));
+      s0.batcher.closeAll();
+    };
+    const s = { ...s0, spooler, readAll };
+    let acked = 0;
+    const commitAll = async () => {
+      for (const b of s.closed.slice(acked)) {
+        await s.store.recordIntent(b.id, b.ds);
+        s.store.completeBatch(b.id);
+      }
+      acked = s.closed.length;
+    };
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    const other = path.join(s.spool, 'ev', 'audit.ndjson');
+    await writeFile(app, '{"app":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    // The app's writer pauses longer than idle_ms while audit.ndjson (Data Source audit), newer, grows beside it.
+    clock.advance(3 * IDLE_MS);
+    await new Promise((r) => setTimeout(r, 20));
+    await writeFile(other, '{"audit":1}\n');
+    await s.spooler.scan();
+    await s.readAll();
+    await commitAll();
+    clock.advance(IDLE_MS);
+    await s.spooler.scan();
+    expect(existsSync(app), 'a newer file of another Data Source does not supersede it').toBe(true);
+    expect(s.closed.map((b) => b.ds).sort()).toEqual(['audit', 'ev']);
+  });
+});
+
 describe('on_complete: delete, renamed out of the patterns', () => {
   it('never deletes the new file that took the old name (rename-and-create)', async () => {
     const { clock, s, commitAll } = await deleting();
