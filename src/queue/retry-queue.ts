@@ -17,14 +17,12 @@
 //   the agent reads a damaged record's lines again from the spool when its
 //   ranges still have the CRCs kept with the queued batch (state store), and
 //   counts them in spoolship_lines_lost_total otherwise.
-// - A segment is deleted once every record in it is acknowledged, the one
-//   being written too (the next append starts a new one): a drained queue
-//   kept its last segment, up to SEGMENT_BYTES of delivered records on a
-//   disk that may be full, while spoolship_queue_bytes read 0. Once the
-//   segments hold more than one segment's size of acknowledged records, the
-//   closed segment with the most is compacted (compact.ts): segments are an
-//   eighth of max_bytes, so the files stay within about max_bytes plus two
-//   segments.
+// - A segment is deleted once all its records are acknowledged, the one being
+//   written too (the next append starts a new one; kept, a drained queue held
+//   up to SEGMENT_BYTES on a disk that may be full). Past one segment's size
+//   of acknowledged records, the closed segment with the most is compacted
+//   (compact.ts): segments are an eighth of max_bytes, so the files stay
+//   within about max_bytes plus two segments.
 // - A record whose write fails (ENOSPC) is cut off again: its bytes would
 //   sit in the segment, counted nowhere, holding the space the journal
 //   needs to recover. `diskBytes` is what the segments hold on disk.
@@ -39,7 +37,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { fsyncDir } from '../util/fsx.js';
-import type { LongLived } from '../util/lifecycle.js';
+import { DestroyedError, type LongLived } from '../util/lifecycle.js';
 import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type AcksDamagedHandler, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
 import { RecordIndex } from './record-index.js';
@@ -76,6 +74,7 @@ export class RetryQueue implements LongLived {
   private compactStuck = false;
   /** Segments that cannot be compacted (a record damaged or unreadable: take() reports it), until one is dropped. */
   private noCompact = new Set<number>();
+  private closed = false;
 
   private constructor(
     private readonly dir: string,
@@ -128,7 +127,8 @@ export class RetryQueue implements LongLived {
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn, fn);
+    const go = () => (this.closed ? Promise.reject(new DestroyedError('the disk queue')) : fn());
+    const run = this.chain.then(go, go);
     this.chain = run.catch(() => undefined);
     return run;
   }
@@ -257,11 +257,11 @@ export class RetryQueue implements LongLived {
     return this.close();
   }
 
+  /** Closed, an append or ack still to run (one waiting out a full disk) ends as abandoned work (DestroyedError), not a write to a closed file. */
   async close(): Promise<void> {
-    await this.writeFh?.close();
-    await this.acksFh?.close();
-    this.writeFh = null;
-    this.acksFh = null;
+    this.closed = true;
+    await Promise.all([this.writeFh?.close(), this.acksFh?.close()]);
+    this.writeFh = this.acksFh = null;
   }
 
   private find(ref: QueueRef): Entry | undefined {

@@ -1,10 +1,8 @@
-// Longer than ~250 lines: the journal writes and the checkpoint share the
-// in-memory state; what the checkpoint says of each file is
-// state/snapshot.ts, the replay of what is on disk is state/replay.ts,
-// finding files again by identity is spool/relocate.ts (injected as
-// `relocate`).
-//
 // Durable progress: the journal (journal.ts) plus a compacted checkpoint.
+// Longer than ~250 lines: the journal writes and the checkpoint share the
+// in-memory state (what the checkpoint says of each file: snapshot.ts; the
+// replay of what is on disk: replay.ts; finding files again by identity:
+// spool/relocate.ts, injected as `relocate`).
 //
 // On-disk layout in state_dir:
 //   checkpoint.json        {"version":2,"journal_seq":S,"next_id":N,"files":[...],"intents":[...]} + a CRC line (checkpoint-format.ts)
@@ -93,7 +91,11 @@ export class StateStore implements LongLived, BatchIds {
 
   static async open(opts: StateStoreOptions): Promise<StateStore> {
     const store = new StateStore(opts);
-    await store.load();
+    // A failed load (a full disk at start) leaves no journal behind: its timer's flush was a fatal ENOSPC, and each try kept a descriptor.
+    await store.load().catch(async (err: unknown) => {
+      await (store.journal as JournalWriter | undefined)?.destroy().catch(() => undefined);
+      throw err;
+    });
     return store;
   }
 
@@ -285,10 +287,9 @@ export class StateStore implements LongLived, BatchIds {
   }
 
   /**
-   * A file's last identity-checked stat as start-up left it (from the
-   * checkpoint, refreshed by relocateFiles). A file at its recorded path
-   * with exactly this stat is that file: the first scan need not read its
-   * first bytes again.
+   * A file's last identity-checked stat as start-up left it (checkpoint, then
+   * relocateFiles). At its recorded path with exactly this stat it is that
+   * file: the first scan need not read its first bytes again.
    */
   seenAtStart(key: string): SeenStat | undefined {
     return this.seen.get(key);
@@ -305,9 +306,8 @@ export class StateStore implements LongLived, BatchIds {
 
   /**
    * No checkpoint and no journal record were found: the first start on this
-   * state_dir. At any other start a file the state does not know was created
-   * while the agent was down, and it is read from its start whatever
-   * `start_at` says (a restart loses no line).
+   * state_dir. At any other, a file the state does not know was created while
+   * the agent was down: read from its start whatever `start_at` says.
    */
   get firstStart(): boolean {
     return this.first;

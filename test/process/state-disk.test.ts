@@ -6,7 +6,7 @@
 // Needs mount(2): tests run as root on Linux (CI too). When mounting is not
 // permitted the tests fail saying so; they never pass without having run.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeSync, rmdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeSync, rmdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import {
   lines,
   metric,
   onCleanup,
+  sleep,
   spawnAgent,
   startEmu,
   tempDir,
@@ -25,6 +26,7 @@ import {
   type AgentProcess,
   type TestEmu,
 } from './helpers.js';
+import { STATE_RETRY_MS } from '../../src/state/acker.js';
 
 let mountProblem: string | null = null;
 
@@ -266,6 +268,47 @@ describe('state_dir faults (process)', () => {
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
     const result = await checkDelivery(w.t, 'ev', 'd', 300);
+    expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
+  });
+
+  it('a restart on a state_dir its own disk queue filled (an outage): no fatal error at the stop or the start; it waits, then ships every line once', async () => {
+    requireMount();
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const stateDir = path.join(dir, 'state');
+    mountTmpfs(stateDir, 1024 * 1024);
+    // Bodies as they are (no compression): the queue fills the rest of the disk beside a filler.
+    const cfg = await writeConfig(dir, t, { batch: { max_bytes: 20_000, linger_ms: 50 }, queue: { max_bytes: '10MB' }, compression: { codec: 'none' } });
+    const spoolFile = path.join(cfg.spoolDir, 'ev', 'a.ndjson');
+    mkdirSync(path.dirname(spoolFile), { recursive: true });
+    let written = 0;
+    const write = (n: number) => {
+      appendFileSync(spoolFile, lines('d', written, n));
+      written += n;
+    };
+    writeFileSync(path.join(stateDir, 'filler'), Buffer.alloc(300 * 1024, 1));
+    t.emu.setFaults([{ kind: 'status', status: 503 }]);
+    const first = spawnAgent(cfg.configFile);
+    await first.started;
+    write(20_000);
+    await waitFor(() => first.logs.some((l) => l.event === 'state_fault' && l.fault === 'disk_full'), 'disk_full', 30_000);
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+    expect(first.logs.filter((l) => l.event === 'fatal'), 'the stop on a full disk is no fatal error').toEqual([]);
+
+    const second = spawnAgent(cfg.configFile);
+    const admin2 = await faultReported(second, 'disk_full');
+    // Full for a while: the start's writes (a group commit in the background included) fail more than once.
+    await sleep(2 * STATE_RETRY_MS);
+    rmSync(path.join(stateDir, 'filler'));
+    t.emu.setFaults([]);
+    await second.started;
+    await waitForDelivery(t, 'ev', 'd', written, `all ${written} lines after space returned`, { timeoutMs: 30_000 });
+    await waitFor(async () => (await readyz(admin2)).status === 200, '/readyz 200');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    expect(second.logs.filter((l) => l.event === 'fatal'), 'the start on a full disk is no fatal error').toEqual([]);
+    const result = await checkDelivery(t, 'ev', 'd', written);
     expect({ missing: result.missing, duplicates: result.duplicates, unexpected: result.unexpected }).toEqual({ missing: 0, duplicates: 0, unexpected: 0 });
   });
 

@@ -97,7 +97,7 @@ describe('on_complete: delete, a newer file of another Data Source in the same d
   it('does not supersede: the file its writer keeps (idle for a while) is kept, and its next lines ship', async () => {
     const clock = new ManualClock();
     const s0 = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
-    const audit = new Router(s0.spool, [{ include: [path.join(s0.spool, 'ev', 'audit*.ndjson')], exclude: [], datasource: 'audit' }]);
+    const audit = new Router(s0.spool, [{ include: [path.join(s0.spool, 'ev', 'audit*.ndjson')], datasource: 'audit' }]);
     const spooler = await s0.respool(audit);
     const readAll = async () => {
       while (await (spooler as unknown as { reader: ReadLoop }).reader.round(() => false));
