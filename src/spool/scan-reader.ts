@@ -90,12 +90,21 @@ export const READER_THREAD_MIN_THREADS = 4;
 export async function readHere(req: ScanRequest): Promise<ChunkScan> {
   const read = (buf: Uint8Array, at: number, length: number, position: number) =>
     new Promise<number>((resolve, reject) => fs.read(req.fd, buf, at, length, position, (err, n) => (err ? reject(err) : resolve(n))));
-  const before = req.before;
-  if (before && before.length > 0) {
-    const got = Buffer.allocUnsafe(before.length);
-    if ((await read(got, 0, before.length, req.position - before.length)) !== before.length || !got.equals(before)) return changedScan(req);
+  const k = req.before?.length ?? 0;
+  let bytesRead: number;
+  if (k > 0 && req.at - req.scanFrom >= k) {
+    // The held partial line ends with those bytes: read them again in its
+    // place, with the chunk, in one read (on this thread every read counts).
+    const n = await read(req.buf, req.at - k, req.length + k, req.position - k);
+    if (n < k || !req.buf.subarray(req.at - k, req.at).equals(req.before!)) return changedScan(req);
+    bytesRead = n - k;
+  } else {
+    if (k > 0) {
+      const got = Buffer.allocUnsafe(k);
+      if ((await read(got, 0, k, req.position - k)) !== k || !got.equals(req.before!)) return changedScan(req);
+    }
+    bytesRead = await read(req.buf, req.at, req.length, req.position);
   }
-  const bytesRead = await read(req.buf, req.at, req.length, req.position);
   return { bytesRead, ...lookAtChunk(req.buf, req.scanFrom, req.at + bytesRead, req.maxLen, crc32, plainRun) };
 }
 

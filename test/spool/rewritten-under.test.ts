@@ -18,6 +18,7 @@ describe('a file rewritten under the reader', () => {
   for (const [what, readerThread, partial] of [
     ['a short partial line, read here', false, '{"t":'],
     ['a short partial line, read in the reader thread', true, '{"t":'],
+    ['a partial line of 16 bytes or more (checked in the same read as the chunk), read here', false, '{"t":"partial","p":"aa'],
     ['a long partial line (kept as an offset)', false, `{"t":"long","p":"${'q'.repeat(20_000)}`],
   ] as const) {
     it(`${what}: nothing is joined, the new content ships once from 0, and it is a truncation`, async () => {
