@@ -71,10 +71,10 @@ async function unchangedSinceRead(t: FileTailer): Promise<boolean> {
 /**
  * Renamed out of the patterns (not merely matched no more: a reload's new
  * routes, a restart's), or a newer file of its Data Source in the same
- * directory grew after it last did. Newer: created after it (birth time). Two writers in
- * one directory each keep their file: an older file that grows does not
- * supersede a newer one gone quiet. Where the file system keeps no birth
- * time, one that grew after it counts as newer.
+ * directory grew after it last did. Newer: created after it (birth time).
+ * Two writers in one directory each keep their file: an older file that
+ * grows does not supersede a newer one gone quiet. Where the file system
+ * keeps no birth time, one that grew after it counts as newer.
  */
 async function superseded(t: FileTailer, tailers: Tailers): Promise<boolean> {
   if (t.detached) return t.renamedAway;

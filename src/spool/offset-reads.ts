@@ -1,10 +1,10 @@
 // Reads at an offset through a tailer's descriptor: a line read back whole
 // (readAt), and the last bytes a tailer read, just before its read offset,
-// checked before its next read (LastBytes; ScanRequest.before): a file truncated and written past that
-// offset between two reads never shows a size below it, and with the same
-// first lines its start looks the same; read on, an old partial line was
-// joined to new bytes (a row in no file) and the new lines past the offset
-// were shipped twice.
+// checked before its next read (LastBytes; ScanRequest.before). A file
+// truncated and written past that offset between two reads never shows a
+// size below it, and with the same first lines its start looks the same;
+// read on, an old partial line was joined to new bytes (a row in no file)
+// and the new lines past the offset were shipped twice.
 import type { FileHandle } from 'node:fs/promises';
 
 const LAST_BYTES = 16;
