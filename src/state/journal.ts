@@ -16,6 +16,7 @@ import path from 'node:path';
 import { crashNow, shouldCrash } from '../util/crashpoint.js';
 import { frame, unframeAll } from '../util/framing.js';
 import { StateTooNewError } from '../errors.js';
+import { DestroyedError } from '../util/lifecycle.js';
 
 export interface RangeRecord {
   file: string;
@@ -133,6 +134,8 @@ export class JournalWriter {
   private waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   private flushing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Closed or destroyed (a stop, a failed start): a write still under way, or tried after, ends as abandoned work, not as an error of its own ("file closed"). */
+  private ended = false;
   /** Bytes durably framed in the file (where a failed write is cut back to). */
   private fileBytes = 0;
   bytes = 0;
@@ -224,6 +227,7 @@ export class JournalWriter {
           // The records are not durable: put them back so a later flush
           // retries them (ENOSPC clears when space returns).
           this.pending = bufs.concat(this.pending);
+          if (this.ended) err = new DestroyedError('the journal');
           // Every waiter hears of it, including those queued for the next
           // round (they would otherwise wait for a flush nobody starts). The
           // error is not rethrown: nobody awaits `flushing` itself, so a
@@ -271,11 +275,13 @@ export class JournalWriter {
     // Taken before the await: two closes never close one handle twice.
     const fh = this.fh;
     this.fh = null;
+    this.ended = true;
     await fh?.close();
   }
 
   /** Close the file (and a predecessor's) without writing the records still buffered (the next start replays what is on disk). */
   async destroy(): Promise<void> {
+    this.ended = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const fh = this.fh;
