@@ -13,10 +13,23 @@ import type { ReadLoop } from '../../src/spool/read-loop.js';
 
 const IDLE_MS = 1000;
 
-/** A spooler with on_complete: delete on a manual clock; commitAll records and acknowledges every closed batch, as the sender would. */
-async function deleting(events: Parameters<typeof setup>[0] = {}) {
+/**
+ * A spooler with on_complete: delete on a manual clock; commitAll records and
+ * acknowledges every closed batch, as the sender would. `sources`: the
+ * spool.sources routes (a spooler made again on them, with its own reads).
+ */
+async function deleting(events: Parameters<typeof setup>[0] = {}, sources?: (spool: string) => ConstructorParameters<typeof Router>[1]) {
   const clock = new ManualClock();
-  const s = await setup(events, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+  const s0 = await setup(events, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+  let s = s0;
+  if (sources) {
+    const spooler = await s0.respool(new Router(s0.spool, sources(s0.spool)));
+    const readAll = async () => {
+      while (await (spooler as unknown as { reader: ReadLoop }).reader.round(() => false));
+      s0.batcher.closeAll();
+    };
+    s = { ...s0, spooler, readAll };
+  }
   let acked = 0;
   const commitAll = async () => {
     for (const b of s.closed.slice(acked)) {
@@ -95,23 +108,7 @@ describe('on_complete: delete, two writers in one directory', () => {
 
 describe('on_complete: delete, a newer file of another Data Source in the same directory', () => {
   it('does not supersede: the file its writer keeps (idle for a while) is kept, and its next lines ship', async () => {
-    const clock = new ManualClock();
-    const s0 = await setup({}, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
-    const audit = new Router(s0.spool, [{ include: [path.join(s0.spool, 'ev', 'audit*.ndjson')], datasource: 'audit' }]);
-    const spooler = await s0.respool(audit);
-    const readAll = async () => {
-      while (await (spooler as unknown as { reader: ReadLoop }).reader.round(() => false));
-      s0.batcher.closeAll();
-    };
-    const s = { ...s0, spooler, readAll };
-    let acked = 0;
-    const commitAll = async () => {
-      for (const b of s.closed.slice(acked)) {
-        await s.store.recordIntent(b.id, b.ds);
-        s.store.completeBatch(b.id);
-      }
-      acked = s.closed.length;
-    };
+    const { clock, s, commitAll } = await deleting({}, (spool) => [{ include: [path.join(spool, 'ev', 'audit*.ndjson')], datasource: 'audit' }]);
     const app = path.join(s.spool, 'ev', 'app.ndjson');
     const other = path.join(s.spool, 'ev', 'audit.ndjson');
     await writeFile(app, '{"app":1}\n');
