@@ -168,7 +168,7 @@ export async function classifyPath(c: ClassifyContext, l: Listed, claimed: Reado
   // old file was deleted and a new one, in any Data Source, got its inode:
   // a new generation of the listed path's Data Source. Followed, its lines
   // went to the old file's Data Source, and an empty one was "truncated".
-  if (t && followed(t) && !(mayBeReused(t, p) && !sameFile(c, t, st, l.head))) return { kind: 'followed', t, p, st };
+  if (t && followed(t) && (!mayBeReused(t, p) || sameFile(c, t, st, l.head))) return { kind: 'followed', t, p, st };
   // A finished file's descriptor is closed, so its inode can be reused. The
   // same first bytes and no less than was read: renamed back within
   // forget_after_ms, it reads on where it was (read from 0 it was shipped
