@@ -16,7 +16,6 @@ import {
   lines,
   metric,
   onCleanup,
-  sleep,
   spawnAgent,
   startEmu,
   tempDir,
@@ -26,7 +25,6 @@ import {
   type AgentProcess,
   type TestEmu,
 } from './helpers.js';
-import { STATE_RETRY_MS } from '../../src/state/acker.js';
 
 let mountProblem: string | null = null;
 
@@ -298,8 +296,6 @@ describe('state_dir faults (process)', () => {
 
     const second = spawnAgent(cfg.configFile);
     const admin2 = await faultReported(second, 'disk_full');
-    // Full for a while: the start's writes (a group commit in the background included) fail more than once.
-    await sleep(2 * STATE_RETRY_MS);
     rmSync(path.join(stateDir, 'filler'));
     t.emu.setFaults([]);
     await second.started;
