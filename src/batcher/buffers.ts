@@ -37,11 +37,16 @@ export class BatchBuffers {
 
   /** A closed batch's buffer whose body is no longer needed (compressed). */
   recycle(body: Buffer): void {
-    // Only a buffer of its own (offset 0): a small one may be a slice of
-    // Node's shared pool, whose other bytes belong to someone else. Nor one
-    // a read is still filling.
-    if (body.byteOffset !== 0 || body.buffer.byteLength < this.fullBytes || this.spare.length >= SPARE_BUFFERS || this.lent.has(body.buffer)) return;
-    this.spare.push(Buffer.from(body.buffer, 0, body.buffer.byteLength));
+    // Only memory the batcher made (sharedBuffer: a SharedArrayBuffer of its
+    // own). Any other (a batch re-formed after a crash is read into
+    // Buffer.allocUnsafe memory) may be a slice of Node's allocation pool,
+    // whose other bytes belong to other live buffers: 64 KiB on Node 24,
+    // larger than a batch, so its size did not tell, and a pool taken back
+    // had spool lines read over a journal record waiting for its write. Nor
+    // a buffer a read is still filling.
+    const ab = body.buffer;
+    if (!(ab instanceof SharedArrayBuffer) || body.byteOffset !== 0 || ab.byteLength < this.fullBytes || this.spare.length >= SPARE_BUFFERS || this.lent.has(ab)) return;
+    this.spare.push(Buffer.from(ab, 0, ab.byteLength));
   }
 
   /** The full-size buffer for `ds`'s next batch: the one already lent for it, else a spare or a new one. */

@@ -285,7 +285,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     // many batches in flight. With codec none the body is the batch's own
     // memory: kept in memory, it goes back to the batcher once the batch is
     // delivered or on disk (dead letters copy their lines).
-    const own = frames.length === 1 && frames[0]!.buffer === batch.body.buffer;
+    // The very buffer (codec none), not another slice of the same memory (Node's pool holds many).
+    const own = frames.length === 1 && frames[0] === batch.body;
     const holding = this.bodies.hold(frames, own);
     // The codec's output is copied now: unreferenced from here on, it dies young.
     frames = [];
