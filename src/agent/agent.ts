@@ -327,6 +327,7 @@ export class Agent {
     );
     this.parts.add('retry queue', this.queue);
     this.queueReport = new QueueReport(this.queue, { metrics, log, maxBatchBytes: c.batch.max_bytes, maxQueueBytes: c.queue.max_bytes });
+    this.queueReport.reportRoom(c.state_dir);
     if (this.queue.batches > 0) log.info({ event: 'queue_from_before', batches: this.queue.batches, bytes: this.queue.bytes }, 'retry queue holds batches from before; sending them first');
     await completeQueuedIntents(this.store, this.queue);
     // Left by a crash between a spill file's open and its unlink (held-bodies.ts). A

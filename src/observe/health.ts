@@ -39,7 +39,7 @@ export class QueueReport {
   private state: 'empty' | 'holding' | 'full' = 'empty';
 
   constructor(
-    private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'diskBytes' | 'hasRoom'>,
+    private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'diskBytes' | 'hasRoom' | 'limit'>,
     private readonly o: { metrics: Metrics; log: Logger; maxBatchBytes: number; maxQueueBytes: number },
   ) {}
 
@@ -52,9 +52,23 @@ export class QueueReport {
     const state = q.batches === 0 ? 'empty' : q.hasRoom(this.o.maxBatchBytes) ? 'holding' : 'full';
     if (state === this.state) return;
     const at = { batches: q.batches, bytes: q.bytes, max_bytes: this.o.maxQueueBytes };
-    if (state === 'full') log.warn({ event: 'queue_full', ...at }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+    if (state === 'full') {
+      const { by, room_bytes, reserve_bytes } = q.limit;
+      if (by === 'disk') log.warn({ event: 'queue_full', ...at, limited_by: by, room_bytes, reserve_bytes }, "retry queue full: state_dir's volume has no more room for it (it leaves reserve_bytes free for acknowledgements); reading pauses until it drains");
+      else log.warn({ event: 'queue_full', ...at, limited_by: by }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+    }
     else if (state === 'holding' && this.state === 'empty') log.warn({ event: 'queue_holding', ...at }, 'batches are waiting in the disk retry queue');
     else if (state === 'empty') log.info({ event: 'queue_drained' }, 'retry queue drained');
     this.state = state;
+  }
+
+  /** At start: one WARN when state_dir's volume cannot hold queue.max_bytes (the queue stops short of it, disk-room.ts). */
+  reportRoom(stateDir: string): void {
+    const { by, room_bytes, reserve_bytes } = this.queue.limit;
+    if (by !== 'disk') return;
+    this.o.log.warn(
+      { event: 'queue_larger_than_disk', state_dir: stateDir, max_bytes: this.o.maxQueueBytes, room_bytes: this.queue.diskBytes + room_bytes, reserve_bytes },
+      "queue.max_bytes is more than state_dir's volume has free: the disk retry queue stops at room_bytes, leaving reserve_bytes free, and reading pauses there during an outage",
+    );
   }
 }

@@ -13,24 +13,21 @@
 //   kept in memory, never the bodies.
 // - A torn tail (crash mid-write) is truncated at open; a damaged record
 //   (its CRC does not match, or its length runs past the end while a valid
-//   record follows) is skipped and reported (onCorrupt). Neither is fatal:
-//   the agent reads a damaged record's lines again from the spool when its
-//   ranges still have the CRCs kept with the queued batch (state store), and
-//   counts them in spoolship_lines_lost_total otherwise.
+//   record follows) is skipped and reported (onCorrupt), never fatal: its
+//   lines are read again from the spool when its ranges still have the CRCs
+//   kept with the queued batch (state store), and counted lost otherwise.
 // - A segment is deleted once all its records are acknowledged, the one being
-//   written too (the next append starts a new one; kept, a drained queue held
-//   up to SEGMENT_BYTES on a disk that may be full). Past one segment's size
-//   of acknowledged records, the closed segment with the most is compacted
-//   (compact.ts): segments are an eighth of max_bytes, so the files stay
-//   within about max_bytes plus two segments.
-// - A record whose write fails (ENOSPC) is cut off again: its bytes would
-//   sit in the segment, counted nowhere, holding the space the journal
-//   needs to recover. `diskBytes` is what the segments hold on disk.
+//   written too. Past one segment's size of acknowledged records, the closed
+//   segment with the most is compacted (compact.ts): segments are an eighth
+//   of max_bytes, so the files stay within about max_bytes plus two segments.
+// - A record whose write fails (ENOSPC) is cut off again, so as not to hold
+//   the space the journal needs. `diskBytes` is what the segments hold.
 // - acks.log is rewritten (atomically) with the acks of records still on disk
 //   when it holds ACKS_COMPACT_MIN records and twice as many as there are
 //   records on disk, and at every open.
-// - The queue holds at most `maxBytes` (record bytes on disk); `hasRoom` says
-//   whether a batch fits, and callers keep the batch in memory (and the
+// - The queue holds at most `maxBytes` (record bytes on disk), and leaves a
+//   reserve of its volume free for acknowledgements (disk-room.ts); `hasRoom`
+//   says whether a batch fits, and callers keep the batch in memory (and the
 //   tailer waits) when it does not.
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -40,6 +37,7 @@ import { fsyncDir } from '../util/fsx.js';
 import { DestroyedError, type LongLived } from '../util/lifecycle.js';
 import { ACKS_FILE, encodeAck, encodeRecordPrefix, readAcks, segmentFile, type AcksDamagedHandler, type QueuedHeader, type QueueRef } from './format.js';
 import { compactSegment, leftCopies, removeMarker, segmentBytesFor, segmentToCompact, type CompactTarget } from './compact.js';
+import { DiskRoom, type QueueLimit } from './disk-room.js';
 import { RecordIndex } from './record-index.js';
 import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord, type QueueCorruptHandler } from './segments.js';
 
@@ -75,6 +73,7 @@ export class RetryQueue implements LongLived {
   /** Segments that cannot be compacted (a record damaged or unreadable: take() reports it), until one is dropped. */
   private noCompact = new Set<number>();
   private closed = false;
+  private disk!: DiskRoom;
 
   private constructor(
     private readonly dir: string,
@@ -88,6 +87,7 @@ export class RetryQueue implements LongLived {
   static async open(dir: string, maxBytes: number, onCorrupt: QueueCorruptHandler, t: QueueOptions = {}): Promise<RetryQueue> {
     const q = new RetryQueue(dir, maxBytes, onCorrupt, t.segmentBytes ?? segmentBytesFor(maxBytes), t);
     await q.load();
+    q.disk = await DiskRoom.open(dir);
     return q;
   }
 
@@ -115,7 +115,12 @@ export class RetryQueue implements LongLived {
   }
 
   hasRoom(bodyBytes: number): boolean {
-    return this.ix.liveBytes + bodyBytes + 512 <= this.maxBytes;
+    return this.ix.liveBytes + bodyBytes + 512 <= this.maxBytes && this.disk.fits(bodyBytes + 512);
+  }
+
+  /** What bounds the queue now: `max_bytes`, or state_dir's volume (disk-room.ts). */
+  get limit(): QueueLimit {
+    return this.disk.limit(this.maxBytes - this.ix.liveBytes);
   }
 
   append(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
@@ -134,16 +139,15 @@ export class RetryQueue implements LongLived {
   }
 
   private async appendNow(header: QueuedHeader, body: Buffer): Promise<QueueRef> {
-    // Written from its parts, without copying the body twice (payload, then
-    // frame): those copies of up to max_bytes each showed in the peak RSS
-    // during outages.
+    // Written from its parts: copies of up to max_bytes showed in the peak RSS during outages.
     const prefix = encodeRecordPrefix(header, body);
     const recLen = prefix.length + body.length;
+    await this.disk.mayWrite(recLen);
     // A record larger than a segment has one of its own (an empty segment is not left behind).
     if (!this.writeFh || (this.writeSize > 0 && this.writeSize + recLen > this.segmentBytes)) await this.rollSegment();
     const off = this.writeSize;
+    // Test crash point: die with half of the record written.
     if (shouldCrash('queue-write')) {
-      // Test crash point: die with half of the record written.
       const rec = Buffer.concat([prefix, body]);
       await this.writeFh!.write(rec, 0, rec.length >> 1, off);
       crashNow();
@@ -152,14 +156,12 @@ export class RetryQueue implements LongLived {
       await writeAllAt(this.writeFh!, [prefix, body], off);
       await this.writeFh!.sync();
     } catch (err) {
-      // ENOSPC part way: 3.1 MB of a record that will never be read sat in
-      // the segment on a full disk. Cutting it off frees them (truncating
-      // needs no space); should that fail too, the next append writes over
-      // them from `off` and an open cuts them as a torn tail.
+      // ENOSPC part way: cut off (needs no space); failing that, the next append writes over it.
       await this.writeFh!.truncate(off).catch(() => undefined);
       throw err;
     }
     this.writeSize += recLen;
+    this.disk.wrote(recLen);
     this.ix.segBytes.set(this.writeSeg, this.writeSize);
     this.ix.add({ seg: this.writeSeg, off, len: recLen, acked: false, leased: false, ds: header.ds });
     return { seg: this.writeSeg, off };
@@ -180,9 +182,8 @@ export class RetryQueue implements LongLived {
       e.leased = true;
       const rec = await this.read(e);
       if (!rec) {
-        // Corrupt: skip it for good (counted once), as if acknowledged; the
-        // owner is told after the ack, so it finds the record gone and reads
-        // its lines again from the spool.
+        // Corrupt: skipped for good (counted once) as if acknowledged; the owner,
+        // told after the ack, finds it gone and reads its lines again from the spool.
         await this.ack({ seg: e.seg, off: e.off });
         this.onCorrupt(`segment ${e.seg} offset ${e.off}`, false, this.segPath(e.seg));
         continue;
@@ -193,10 +194,9 @@ export class RetryQueue implements LongLived {
   }
 
   /**
-   * Journal batch ids of the records not yet acknowledged (headers only, the
-   * bodies are not read). For recovery: a batch is queued durably *before* its
-   * journal ack is group-committed, so after a kill -9 in between it is both
-   * here and an unacknowledged intent; the agent must not re-form it from the
+   * Journal batch ids of the records not yet acknowledged (headers only). For
+   * recovery: a batch queued durably before its journal ack was committed is
+   * both here and an unacknowledged intent; it must not be re-formed from the
    * spool as well (that sent it twice although the server had never seen it).
    */
   async batchIds(): Promise<Set<number>> {
@@ -243,8 +243,7 @@ export class RetryQueue implements LongLived {
     this.ix.markAcked(e);
     await this.dropDoneSegments();
     await this.compactIfDue();
-    // The acks of dropped segments are dead weight: through a long outage in which
-    // the queue keeps cycling, acks.log grew without bound (compacted only at start).
+    // The acks of dropped segments are dead weight: acks.log grew without bound in long outages.
     if (this.ackRecords > Math.max(ACKS_COMPACT_MIN, 2 * this.ix.entries.length)) {
       await this.acksFh?.close();
       this.acksFh = null;
@@ -309,6 +308,7 @@ export class RetryQueue implements LongLived {
       this.writeFh = null;
     }
     await fsp.rm(this.segPath(seg), { force: true });
+    await this.disk?.look();
     this.ix.forgetSegment(seg);
     this.noCompact.delete(seg);
   }

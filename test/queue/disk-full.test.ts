@@ -5,7 +5,7 @@
 // write failed (ENOSPC) stayed in the segment, counted nowhere and retried
 // in place, and a drained queue kept its last segment with every record in
 // it delivered.
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { QueueReport } from '../../src/observe/health.js';
+import { reserveFor } from '../../src/queue/disk-room.js';
 import { RetryQueue, type QueuedHeader } from '../../src/queue/retry-queue.js';
 import { mountTmpfs } from '../support/tmpfs.js';
 import { noise } from '../support/noise.js';
@@ -80,5 +81,30 @@ describe('retry queue on a full file system (real tmpfs)', () => {
     await s.q.append(header(2), noise(500_000, 6));
     expect(await s.gauge()).toBe(s.onDisk());
     expect(s.q.batches).toBe(1);
+  });
+
+  it('a queue larger than its volume stops short of it: a reserve stays free, and the acks of a segment larger than the volume fit in it', async () => {
+    // A segment (an eighth of 1 GiB, at most 64 MiB) is larger than the volume.
+    const s = await setup('2m');
+    const free = () => {
+      const st = statfsSync(s.dir);
+      return st.bavail * st.bsize;
+    };
+    const reserve = reserveFor(statfsSync(s.dir).blocks * statfsSync(s.dir).bsize);
+    let id = 0;
+    while (s.q.hasRoom(100_000)) await s.q.append(header(++id), noise(100_000, id));
+    expect(id).toBeGreaterThan(10);
+    expect(s.q.limit).toMatchObject({ by: 'disk', reserve_bytes: reserve });
+    expect(free()).toBeGreaterThanOrEqual(reserve);
+    // Past the room, an append writes nothing: the disk_full state (ENOSPC), the reserve untouched.
+    const before = s.onDisk();
+    await expect(s.q.append(header(++id), noise(100_000, id))).rejects.toMatchObject({ code: 'ENOSPC' });
+    expect(s.onDisk()).toBe(before);
+    expect(free()).toBeGreaterThanOrEqual(reserve);
+    // Every record acknowledged, one by one, out of the reserve: the one segment goes, and the room is back.
+    for (let r = await s.q.take(); r; r = await s.q.take()) await s.q.ack(r.ref);
+    expect(s.q.batches).toBe(0);
+    expect(s.onDisk()).toBe(0);
+    expect(s.q.hasRoom(100_000)).toBe(true);
   });
 });
