@@ -16,6 +16,7 @@ import { contentEnd, lineEnd } from '../batcher/lines.js';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
 import { sameContentStart } from '../spool/identity.js';
 import { locateByIdentity } from '../spool/relocate.js';
+import { CopyFinder } from './copies.js';
 
 export interface LineLocation {
   file: string;
@@ -112,6 +113,8 @@ export interface ReformResult {
   missing: RangeRecord[];
   /** How many of `missing` hold other bytes than the batch took (other first bytes, or another CRC). */
   changed: number;
+  /** Ranges read from a copy of their file (copytruncate, copies.ts): [the file's path, the copy's]. */
+  fromCopies: Array<[string, string]>;
 }
 
 const NEWLINE = Buffer.from('\n');
@@ -134,23 +137,31 @@ export async function reformBatch(
 ): Promise<ReformResult> {
   const parts: Buffer[] = [];
   const missing: RangeRecord[] = [];
+  const fromCopies: Array<[string, string]> = [];
+  const copies = new CopyFinder((q, start, end) => readRange(q, start, end), sameBytes);
   let changed = 0;
   let lines = 0;
   const nl = NEWLINE;
   for (const r of ranges) {
     const p = pathOf(r.file);
-    const data = p ? await readRangeOr(p, r.start, r.end, identityOf?.(r.file)) : 'gone';
+    const meta = identityOf?.(r.file);
+    let data = p ? await readRangeOr(p, r.start, r.end, meta) : 'gone';
     if (!Buffer.isBuffer(data) || !sameBytes(r, data)) {
-      if (data !== 'gone') changed++;
-      missing.push(r);
-      continue;
+      const copy = p && meta ? await copies.read(p, meta, r) : null;
+      if (!copy) {
+        if (data !== 'gone') changed++;
+        missing.push(r);
+        continue;
+      }
+      data = copy.data;
+      fromCopies.push([p!, copy.copy]);
     }
     eachLine(data, r.start, (content) => {
       parts.push(content, nl);
       lines++;
     });
   }
-  return { body: Buffer.concat(parts), lines, missing, changed };
+  return { body: Buffer.concat(parts), lines, missing, changed, fromCopies };
 }
 
 /**

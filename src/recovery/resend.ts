@@ -70,6 +70,7 @@ export class Resender implements LongLived {
     log.info({ event: 'resending_unacknowledged', batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
     for (const intent of intents) {
       const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.metaOf(k));
+      for (const [file, copy] of r.fromCopies) log.info({ event: 'resend_from_copy', datasource: intent.ds, batch: intent.id, file, copy }, "an unacknowledged batch's bytes are gone from its file but kept in a copy of it (copytruncate): re-formed from the copy");
       if (r.missing.length > 0) {
         // Unknown for intents written before they kept their line count.
         const lost = intent.lines === undefined ? null : Math.max(0, intent.lines - r.lines);

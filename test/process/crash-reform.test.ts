@@ -4,7 +4,7 @@
 // those must not be sent as the batch (they are read as the file's new
 // generation), and the batch's own lines, gone with the truncation, are
 // counted as lost with an ERROR naming the ranges.
-import { truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -46,6 +46,38 @@ describe('crash re-forming from changed content (process)', () => {
     const gone = second.logs.filter((l) => l.event === 'resend_files_gone');
     expect(gone).toHaveLength(1);
     expect(gone[0]).toMatchObject({ datasource: 'ev', changed: 1, lines_lost: 500 });
+  });
+
+  it('a batch unanswered at a kill -9, its file copytruncated (a copy kept, as logrotate does): re-formed from the copy, every line once', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
+    const paths = await writeConfig(dir, t);
+    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
+    await mkdir(path.dirname(file), { recursive: true });
+    writeFileSync(file, lines('o', 0, 500));
+    const first = spawnAgent(paths.configFile);
+    await first.started;
+    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
+    await kill9(first);
+    // logrotate's copytruncate: the copy under a name out of the patterns,
+    // then the file truncated, and the application writes on.
+    copyFileSync(file, `${file}.1`);
+    truncateSync(file, 0);
+    writeFileSync(file, lines('n', 0, 600));
+    t.emu.setFaults([]);
+    const second = spawnAgent(paths.configFile);
+    const admin = (await second.started)!;
+    await waitFor(async () => ((await checkDelivery(t, 'ev', 'o', 500)).missing === 0 && (await checkDelivery(t, 'ev', 'n', 600)).missing === 0 ? true : null), 'the old and the new lines');
+    const lost = await metric(admin, 'spoolship_lines_lost_total', 'reason="file_gone"');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    const [old, now] = [await checkDelivery(t, 'ev', 'o', 500), await checkDelivery(t, 'ev', 'n', 600)];
+    expect({ old: [old.missing, old.duplicates], now: [now.missing, now.duplicates] }).toEqual({ old: [0, 0], now: [0, 0] });
+    expect(lost).toBe(0);
+    expect(second.logs.filter((l) => l.event === 'resend_files_gone')).toEqual([]);
+    expect(second.logs.find((l) => l.event === 'resend_from_copy')).toMatchObject({ level: 30, file, copy: `${file}.1` });
+    // The very batch that hung, byte for byte.
+    expect(expectByteIdenticalRetries(t.records), 'the hung batch, sent again from the copy').toBe(1);
   });
 
   it('a batch of several zstd frames unanswered at a kill -9 is compressed again, after the restart, into the very same bytes', async () => {
