@@ -12,19 +12,25 @@ import { PART_BYTES } from '../../src/codec/parts.js';
 import { expectByteIdenticalRetries } from '../support/byte-identical.js';
 import { LINE_BYTES, checkDelivery, kill9, lines, metric, spawnAgent, startEmu, tempDir, waitFor, writeConfig } from './helpers.js';
 
+/** 500 lines of `o` in ev/app.ndjson, sent in a batch the emulator never answers, then kill -9. */
+async function killedWithBatchUnanswered() {
+  const dir = await tempDir();
+  const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
+  const paths = await writeConfig(dir, t);
+  const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
+  await mkdir(path.dirname(file), { recursive: true });
+  writeFileSync(file, lines('o', 0, 500));
+  const first = spawnAgent(paths.configFile);
+  await first.started;
+  // A request arrives only once its intent is durable: the batch is recorded and unanswered.
+  await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
+  await kill9(first);
+  return { t, paths, file };
+}
+
 describe('crash re-forming from changed content (process)', () => {
   it('a batch unanswered at a kill -9, its file copytruncated before the restart: no other lines in its place, its lines counted lost', async () => {
-    const dir = await tempDir();
-    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
-    const paths = await writeConfig(dir, t);
-    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
-    await mkdir(path.dirname(file), { recursive: true });
-    writeFileSync(file, lines('o', 0, 500));
-    const first = spawnAgent(paths.configFile);
-    await first.started;
-    // A request arrives only once its intent is durable: the batch is recorded and unanswered.
-    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
-    await kill9(first);
+    const { t, paths, file } = await killedWithBatchUnanswered();
     // copytruncate while the agent is down, and the application writes on:
     // same inode, lines of the same length at the same offsets.
     truncateSync(file, 0);
@@ -49,16 +55,7 @@ describe('crash re-forming from changed content (process)', () => {
   });
 
   it('a batch unanswered at a kill -9, its file copytruncated (a copy kept, as logrotate does): re-formed from the copy, every line once', async () => {
-    const dir = await tempDir();
-    const t = await startEmu(dir, { faults: [{ kind: 'hang', p: 1 }] });
-    const paths = await writeConfig(dir, t);
-    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
-    await mkdir(path.dirname(file), { recursive: true });
-    writeFileSync(file, lines('o', 0, 500));
-    const first = spawnAgent(paths.configFile);
-    await first.started;
-    await waitFor(() => t.records.some((r) => r.outcome === 'hang'), 'a request hanging');
-    await kill9(first);
+    const { t, paths, file } = await killedWithBatchUnanswered();
     // logrotate's copytruncate: the copy under a name out of the patterns,
     // then the file truncated, and the application writes on.
     copyFileSync(file, `${file}.1`);
