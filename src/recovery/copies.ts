@@ -1,5 +1,5 @@
 // A batch's range read back from a copy of its file, when the file itself no
-// longer has those bytes (README "Rotation"). logrotate's copytruncate copies
+// longer has those bytes (README "Delivery guarantee"). logrotate's copytruncate copies
 // the file beside it (`app.log.1`, a name out of the patterns) and then
 // truncates it: a batch unanswered at a kill -9 just before was counted lost
 // at the restart although its bytes were one directory entry away. A copy is
@@ -10,9 +10,9 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { FileMeta, RangeRecord } from '../state/journal.js';
+import { sameContentStart } from '../spool/identity.js';
 
 type Range = RangeRecord & { crc?: number | null };
-import { sameContentStart } from '../spool/identity.js';
 
 /** Entries of a directory looked at, at most (a log directory of rotated files; recovery only). */
 const MAX_ENTRIES = 10_000;
