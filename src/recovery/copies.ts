@@ -14,12 +14,9 @@ import { sameContentStart } from '../spool/identity.js';
 
 type Range = RangeRecord & { crc?: number | null };
 
-/** Entries of a directory looked at, at most (a log directory of rotated files; recovery only). */
-const MAX_ENTRIES = 10_000;
-
 export type ReadRange = (p: string, start: number, end: number) => Promise<Buffer | null>;
 
-/** Copies looked up for one re-forming: each directory is listed once, each candidate's first bytes read once. */
+/** Copies looked up for one recovery: each directory is listed once (all of it: a cap hid a copy that sorted after 10,000 other names), each candidate's first bytes read once. */
 export class CopyFinder {
   private readonly listed = new Map<string, Promise<Array<{ path: string; size: number; dev: number; ino: number }>>>();
   private readonly starts = new Map<string, Promise<boolean>>();
@@ -48,7 +45,7 @@ export class CopyFinder {
 }
 
 async function list(dir: string): Promise<Array<{ path: string; size: number; dev: number; ino: number }>> {
-  const names = (await fsp.readdir(dir).catch(() => [] as string[])).slice(0, MAX_ENTRIES);
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
   const out: Array<{ path: string; size: number; dev: number; ino: number }> = [];
   for (const n of names) {
     const p = path.join(dir, n);

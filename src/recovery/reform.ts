@@ -130,15 +130,20 @@ function sameBytes(r: RangeRecord & { crc?: number | null }, data: Buffer): bool
   return data.length === r.end - r.start - 1 && crc32(NEWLINE, crc) === r.crc;
 }
 
+/** Where re-forming looks for copies of files (copies.ts): one for a whole recovery, so each directory is listed once. */
+export function copyFinder(): CopyFinder {
+  return new CopyFinder((q, start, end) => readRange(q, start, end), sameBytes);
+}
+
 export async function reformBatch(
   ranges: ReadonlyArray<RangeRecord & { crc?: number | null }>,
   pathOf: (key: string) => string | undefined,
   identityOf?: IdentityOf,
+  copies: CopyFinder = copyFinder(),
 ): Promise<ReformResult> {
   const parts: Buffer[] = [];
   const missing: RangeRecord[] = [];
   const fromCopies: Array<[string, string]> = [];
-  const copies = new CopyFinder((q, start, end) => readRange(q, start, end), sameBytes);
   let changed = 0;
   let lines = 0;
   const nl = NEWLINE;

@@ -15,7 +15,7 @@ import type { StateWrites } from '../state/acker.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
-import { rangeCrcs, reformBatch } from './reform.js';
+import { copyFinder, rangeCrcs, reformBatch } from './reform.js';
 
 /** Where recovered batches go: the pipeline, after waiting for room like the reader. */
 export interface RecoveredSink {
@@ -68,8 +68,9 @@ export class Resender implements LongLived {
     const intents = store.recovery.intents;
     if (intents.length === 0) return;
     log.info({ event: 'resending_unacknowledged', batches: intents.length }, 'resending batches that were unacknowledged at the last stop');
+    const copies = copyFinder();
     for (const intent of intents) {
-      const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.metaOf(k));
+      const r = await reformBatch(intent.ranges, this.o.pathOf, (k) => store.metaOf(k), copies);
       for (const [file, copy] of r.fromCopies) log.info({ event: 'resend_from_copy', datasource: intent.ds, batch: intent.id, file, copy }, "an unacknowledged batch's bytes are gone from its file but kept in a copy of it (copytruncate): re-formed from the copy");
       if (r.missing.length > 0) {
         // Unknown for intents written before they kept their line count.
