@@ -7,8 +7,13 @@
 // could. So the queue leaves a reserve of the volume free for those writes
 // (and the checkpoint's): RESERVE_SHARE of the volume, within
 // [RESERVE_MIN, RESERVE_MAX]. Short of room there, the queue counts as full
-// (reading pauses, batches wait in memory), not as a full disk.
+// (reading pauses, batches wait in memory), not as a full disk. Segments are
+// cut to an eighth of what the volume lets the queue hold, as they are to an
+// eighth of max_bytes: one segment larger than the volume held every record,
+// and a single batch of a parked Data Source kept all of it (compaction
+// never moves the segment being written).
 import { promises as fsp } from 'node:fs';
+import { segmentBytesFor } from './compact.js';
 
 export const RESERVE_SHARE = 0.05;
 export const RESERVE_MIN = 64 * 1024;
@@ -80,6 +85,11 @@ export class DiskRoom {
   limit(maxLeft: number): QueueLimit {
     const room = this.room;
     return { by: maxLeft <= room ? 'max_bytes' : 'disk', room_bytes: Number.isFinite(room) ? room : -1, reserve_bytes: this.reserve };
+  }
+
+  /** The segment size for a queue holding `queueBytes` on disk: `configured`, or less on a volume that cannot hold eight of them. */
+  segmentCap(configured: number, queueBytes: number): number {
+    return Number.isFinite(this.room) ? Math.min(configured, segmentBytesFor(queueBytes + this.room)) : configured;
   }
 
   /** The queue wrote `bytes`. */

@@ -144,7 +144,7 @@ export class RetryQueue implements LongLived {
     const recLen = prefix.length + body.length;
     await this.disk.mayWrite(recLen);
     // A record larger than a segment has one of its own (an empty segment is not left behind).
-    if (!this.writeFh || (this.writeSize > 0 && this.writeSize + recLen > this.segmentBytes)) await this.rollSegment();
+    if (!this.writeFh || (this.writeSize > 0 && this.writeSize + recLen > this.disk.segmentCap(this.segmentBytes, this.ix.diskBytes))) await this.rollSegment();
     const off = this.writeSize;
     // Test crash point: die with half of the record written.
     if (shouldCrash('queue-write')) {
@@ -316,7 +316,7 @@ export class RetryQueue implements LongLived {
   /** Compact while the segments hold more than one segment's size of acknowledged records (compact.ts). */
   private async compactIfDue(): Promise<void> {
     while (!this.compactStuck) {
-      const seg = segmentToCompact(this.ix.uses(this.noCompact), this.writeFh ? this.writeSeg : -1, this.segmentBytes);
+      const seg = segmentToCompact(this.ix.uses(this.noCompact), this.writeFh ? this.writeSeg : -1, this.disk.segmentCap(this.segmentBytes, this.ix.diskBytes));
       if (seg === null) return;
       const records = this.ix.liveOf(seg).length;
       const r = await compactSegment(this.compactTarget(), seg).catch(() => 'stuck' as const);

@@ -43,7 +43,7 @@ async function setup(size: string) {
   return { dir, q, corrupt, gauge, onDisk };
 }
 
-const header = (id: number): QueuedHeader => ({ id, ds: 'ev', encoding: 'zstd', rawLen: 100, lines: 3, queuedAt: 1000 + id });
+const header = (id: number, ds = 'ev'): QueuedHeader => ({ id, ds, encoding: 'zstd', rawLen: 100, lines: 3, queuedAt: 1000 + id });
 
 describe('retry queue on a full file system (real tmpfs)', () => {
   it('a record the disk cannot take leaves nothing behind: the gauge and the segments on disk agree, and a reopen finds no damage', async () => {
@@ -106,5 +106,21 @@ describe('retry queue on a full file system (real tmpfs)', () => {
     expect(s.q.batches).toBe(0);
     expect(s.onDisk()).toBe(0);
     expect(s.q.hasRoom(100_000)).toBe(true);
+  });
+
+  it('segments stay a fraction of what the volume holds: a parked batch pins one of them, not the whole queue', async () => {
+    // An eighth of 1 GiB is more than the volume: one segment would hold every record, and the parked one would keep it all.
+    const s = await setup('2m');
+    await s.q.append(header(1, 'parked'), noise(50_000, 1));
+    let id = 1;
+    while (s.q.hasRoom(50_000)) await s.q.append(header(++id), noise(50_000, id));
+    expect(s.q.limit.by).toBe('disk');
+    const full = s.onDisk();
+    const passParked = (ds: string) => ds === 'parked';
+    for (let r = await s.q.take(passParked); r; r = await s.q.take(passParked)) await s.q.ack(r.ref);
+    expect(s.q.batches).toBe(1);
+    expect(s.onDisk(), 'the delivered records gave their space back').toBeLessThan(full / 2);
+    expect(s.q.hasRoom(50_000)).toBe(true);
+    expect(await s.gauge()).toBe(s.onDisk());
   });
 });
