@@ -382,6 +382,7 @@ export class Agent {
       pathOf: (k) => this.pathOf(k),
       sender: this.sender,
       onFatal: (err) => this.fatal(err),
+      stop: this.deps.startSignal,
     });
   }
 

@@ -153,17 +153,24 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   }
 
   /**
-   * Backpressure for the reader. While the pipeline is saturated the reader
-   * keeps filling the open batches (so they grow toward max_bytes instead of
-   * becoming more small requests) until max_open_bytes; batches that fill up
-   * meanwhile may wait: max_open_bytes / max_bytes of them, and never more
-   * than max_in_flight (tiny batches must not pile up by the thousand).
-   * When max_in_flight_bytes binds (slow answers: the requests' bodies fill
-   * it before their number reaches the limit) compressed bodies beyond
+   * Backpressure for the reader (and the start's re-sending, until `signal`
+   * aborts). While the pipeline is saturated the reader keeps filling the
+   * open batches (growing toward max_bytes) until max_open_bytes; full ones
+   * may wait: max_open_bytes / max_bytes of them, at most max_in_flight. When
+   * max_in_flight_bytes binds (slow answers), more compressed bodies than
    * PIPELINE_SLACK would only wait, in memory, for the same bytes.
    */
-  async waitForRoom(): Promise<void> {
-    while (this.full() && !this.stopping) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  async waitForRoom(signal?: AbortSignal): Promise<void> {
+    while (this.full() && !this.stopping && !signal?.aborted) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        this.roomWaiters.push(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    }
   }
 
   /** The reader may read now without waiting (waitForRoom would resolve at once). */
@@ -281,11 +288,9 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes, held by the pipeline
     // (held-bodies.ts: in a buffer of its own pool, or spilled to a file), and
-    // the uncompressed buffer goes back to the batcher: RSS stays flat with
-    // many batches in flight. With codec none the body is the batch's own
-    // memory: kept in memory, it goes back to the batcher once the batch is
-    // delivered or on disk (dead letters copy their lines).
-    // The very buffer (codec none), not another slice of the same memory (Node's pool holds many).
+    // the uncompressed buffer goes back to the batcher: RSS stays flat. With
+    // codec none the body is the batch's very buffer (not another slice of its
+    // memory: Node's pool holds many), kept until delivered or on disk.
     const own = frames.length === 1 && frames[0] === batch.body;
     const holding = this.bodies.hold(frames, own);
     // The codec's output is copied now: unreferenced from here on, it dies young.
@@ -320,9 +325,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     // does the committed offset pass it. Without room it stays a journal
     // intent and is re-formed from the spool at the next start.
     if (!canDefer()) return;
-    // The ranges' bytes now, so a damaged queue record can be read again from
-    // the spool (only if they are still the same): computed before the
-    // record exists, read from the page cache, only for batches that queue.
+    // The ranges' CRCs now (page cache, queued batches only): a damaged queue
+    // record is read again from the spool only if its bytes are the same.
     const ranges = store.intentRanges(batch.id) ?? [];
     const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.metaOf(k));
     const bytes = await bodyBytes(body);
@@ -360,8 +364,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     const identity = (k: string) => store.metaOf(k);
     // Pieces come sorted by their first line: one read of the batch's ranges for all of them.
     const spans = await lineRanges(store.batchRanges(id) ?? [], this.o.pathOf, pieces.map((p) => ({ first: p.lineStart, count: p.lines })), identity);
-    // No history: the batch's attempts and last answer (often a 200 of
-    // another piece) are not this piece's; `queue list` shows them unknown.
+    // No history: the batch's attempts and last answer are not this piece's (`queue list`: unknown).
     for (const [i, p] of pieces.entries()) {
       const pieceId = store.newBatchId();
       const own = spans[i] ?? [];

@@ -19,7 +19,8 @@ import { copyFinder, rangeCrcs, reformBatch } from './reform.js';
 
 /** Where recovered batches go: the pipeline, after waiting for room like the reader. */
 export interface RecoveredSink {
-  waitForRoom(): Promise<void>;
+  /** Resolves when there is room, or at once once `signal` is aborted. */
+  waitForRoom(signal?: AbortSignal): Promise<void>;
   submitRecovered(batch: ClosedBatch): void;
 }
 
@@ -59,6 +60,13 @@ export class Resender implements LongLived {
       /** The queue's segment files where damaged records were found (the ERROR names them). */
       damagedQueueFiles: ReadonlySet<string>;
       onFatal: (err: unknown) => void;
+      /**
+       * A stop asked for while the agent starts: the re-sending ends there
+       * (an outage with the queue full gave the pipeline no room, and the
+       * stop waited for the start for good); the batches not re-sent yet stay
+       * in the journal for the next start.
+       */
+      stop?: AbortSignal;
     },
   ) {}
 
@@ -88,7 +96,8 @@ export class Resender implements LongLived {
           'bytes of an unacknowledged batch are gone from its files (deleted, truncated, or other lines there now); those lines cannot be resent',
         );
       }
-      await this.o.sink.waitForRoom();
+      await this.o.sink.waitForRoom(this.o.stop);
+      if (this.o.stop?.aborted) return;
       this.o.sink.submitRecovered({ id: intent.id, ds: intent.ds, body: r.body, lines: r.lines, firstAt: this.o.clock.now() });
     }
   }
