@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { encodeRecord, liveFile, type DeadLetterReason, type DeadLetterRecord } from './files.js';
 import type { LongLived } from '../util/lifecycle.js';
+import { DiskRoom } from '../queue/disk-room.js';
 
 export type { DeadLetterReason, DeadLetterRecord } from './files.js';
 
@@ -66,6 +67,8 @@ export class DeadLetterStore implements LongLived {
   private draining: Promise<void> | null = null;
   /** The last add was dropped: the next drop does not begin a new stretch. */
   private dropping = false;
+  /** The disk queue's reserve of the volume is not written into (queue/disk-room.ts): a full disk (ENOSPC) short of it. */
+  private disk: DiskRoom | null = null;
 
   constructor(
     private readonly dir: string,
@@ -77,6 +80,7 @@ export class DeadLetterStore implements LongLived {
   async open(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
     this.totalBytes = await this.bytesOnDisk();
+    this.disk = await DiskRoom.open(this.dir);
   }
 
   /**
@@ -173,10 +177,12 @@ export class DeadLetterStore implements LongLived {
       }
       for (const [ds, list] of byDs) {
         try {
+          const text = list.map((p) => p.text).join('');
+          await this.disk?.mayWrite(Buffer.byteLength(text));
           const fh = await fsp.open(liveFile(this.dir, ds), 'a');
           const before = (await fh.stat()).size;
           try {
-            await fh.writeFile(list.map((p) => p.text).join(''));
+            await fh.writeFile(text);
             await fh.sync();
           } catch (err) {
             // A full disk can take part of the write: cut it off, so the

@@ -6,7 +6,8 @@
 // disk to enter the queue took every byte freed before an acknowledgement
 // could. So the queue leaves a reserve of the volume free for those writes
 // (and the checkpoint's): RESERVE_SHARE of the volume, within
-// [RESERVE_MIN, RESERVE_MAX]. Short of room there, the queue counts as full
+// [RESERVE_MIN, RESERVE_MAX]; the dead-letter store keeps out of it too (it
+// filled the reserve during an outage). Short of room there, the queue counts as full
 // (reading pauses, batches wait in memory), not as a full disk. Segments are
 // cut to an eighth of what the volume lets the queue hold, as they are to an
 // eighth of max_bytes: one segment larger than the volume held every record,
@@ -78,7 +79,7 @@ export class DiskRoom {
   /** Before a write of `bytes`: others may have taken space since the last look; the reserve is never written into (ENOSPC: the disk_full state). */
   async mayWrite(bytes: number): Promise<void> {
     await this.look();
-    if (bytes > this.room) throw Object.assign(new Error(`the disk queue leaves ${this.reserve} bytes of the state_dir volume free for acknowledgements and the state`), { code: 'ENOSPC' });
+    if (bytes > this.room) throw Object.assign(new Error(`${this.reserve} bytes of the state_dir volume are kept free for the disk queue's acknowledgements, the journal and the checkpoint`), { code: 'ENOSPC' });
   }
 
   /** What bounds a queue that `maxLeft` more bytes would take to `max_bytes`. */

@@ -28,9 +28,13 @@ export async function atomicWrite(file: string, data: Buffer | string | readonly
     if (Array.isArray(data)) for (const chunk of data as readonly string[]) await fh.writeFile(chunk);
     else await fh.writeFile(data as Buffer | string);
     await fh.sync();
-  } finally {
-    await fh.close();
+  } catch (err) {
+    // A full disk: the half-written copy would hold space the way out needs.
+    await fh.close().catch(() => undefined);
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
   }
+  await fh.close();
   try {
     await fsp.copyFile(file, `${file}.prev`);
   } catch (err) {

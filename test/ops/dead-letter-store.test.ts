@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,8 @@ import { DeadLetterStore, type DeadLetterInput } from '../../src/deadletter/stor
 import type { Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { deadLetterDropped } from '../../src/observe/state-events.js';
+import { reserveFor } from '../../src/queue/disk-room.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 
 describe('DeadLetterStore', () => {
   it('stores one awaited add after another (each resolves, none waits forever)', async () => {
@@ -51,6 +54,29 @@ describe('DeadLetterStore', () => {
       expect(await dropped()).toBe(2 * (20 - stored));
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('DeadLetterStore on a small volume (real tmpfs)', () => {
+  it("leaves the disk queue's reserve free: dead letters meet a full disk (ENOSPC, the disk_full state) before the volume is full", async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
+    const dir = path.join(root, 'dead-letter');
+    await mkdir(dir);
+    const unmount = mountTmpfs(dir, '1m');
+    try {
+      const store = new DeadLetterStore(dir, 1e9, () => new Date('2026-11-24T00:00:00Z'), () => undefined);
+      await store.open();
+      const line = (i: number): DeadLetterInput => ({ datasource: 'ev', reason: 'invalid_json', file: null, offset: i, bytes: 4000, status: null, line: Buffer.from(`not json ${i} ${'x'.repeat(4000)}`) });
+      let err: unknown = null;
+      for (let i = 0; i < 1000 && !err; i++) await store.add(line(i)).catch((e: unknown) => (err = e));
+      expect(err).toMatchObject({ code: 'ENOSPC' });
+      // What acknowledging the queue's batches needs is still there (queue/disk-room.ts).
+      const st = statfsSync(dir);
+      expect(st.bavail * st.bsize).toBeGreaterThanOrEqual(reserveFor(st.blocks * st.bsize));
+    } finally {
+      unmount();
+      await rm(root, { recursive: true, force: true });
     }
   });
 });
