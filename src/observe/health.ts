@@ -37,6 +37,8 @@ export function readiness(src: HealthSources, clock: Clock, lingerMs: number): R
 /** The retry queue's gauges, and one log event per state change (batches start waiting on disk, it fills, it drains). */
 export class QueueReport {
   private state: 'empty' | 'holding' | 'full' = 'empty';
+  /** queue_full was said since the queue last drained: at the edge of a volume's reserve the room comes and goes with every page, and said again each time it was a WARN every few seconds. */
+  private fullSaid = false;
 
   constructor(
     private readonly queue: Pick<RetryQueue, 'batches' | 'bytes' | 'diskBytes' | 'hasRoom' | 'limit'>,
@@ -52,13 +54,17 @@ export class QueueReport {
     const state = q.batches === 0 ? 'empty' : q.hasRoom(this.o.maxBatchBytes) ? 'holding' : 'full';
     if (state === this.state) return;
     const at = { batches: q.batches, bytes: q.bytes, max_bytes: this.o.maxQueueBytes };
-    if (state === 'full') {
+    if (state === 'full' && !this.fullSaid) {
+      this.fullSaid = true;
       const { by, room_bytes, reserve_bytes } = q.limit;
       if (by === 'disk') log.warn({ event: 'queue_full', ...at, limited_by: by, room_bytes, reserve_bytes }, "retry queue full: state_dir's volume has no more room for it (it leaves reserve_bytes free for acknowledgements); reading pauses until it drains");
       else log.warn({ event: 'queue_full', ...at, limited_by: by }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
     }
     else if (state === 'holding' && this.state === 'empty') log.warn({ event: 'queue_holding', ...at }, 'batches are waiting in the disk retry queue');
-    else if (state === 'empty') log.info({ event: 'queue_drained' }, 'retry queue drained');
+    else if (state === 'empty') {
+      this.fullSaid = false;
+      log.info({ event: 'queue_drained' }, 'retry queue drained');
+    }
     this.state = state;
   }
 

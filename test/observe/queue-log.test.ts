@@ -1,6 +1,8 @@
 // What the retry queue's compaction says in the log (docs/delivery.md): a
 // DEBUG per move or undone move, a WARN once compaction stops for good.
 import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/metrics/metrics.js';
+import { QueueReport } from '../../src/observe/health.js';
 import { queueCompacted } from '../../src/observe/state-events.js';
 import { captureLogs } from '../support/log-capture.js';
 
@@ -16,5 +18,23 @@ describe('queue compaction log', () => {
       ['queue_compacted', 20, 4, 1, 'failed'],
       ['queue_compaction_stopped', 40, 4, 1, undefined],
     ]);
+  });
+});
+
+describe('queue state log', () => {
+  it('one queue_full per stretch of a full queue, however often the room comes and goes at the edge (a volume near the reserve), again after it drained', () => {
+    const { logs, log } = captureLogs({ level: 'info' });
+    const q = { batches: 3, bytes: 3000, diskBytes: 3000, room: false, hasRoom(): boolean { return this.room; }, limit: { by: 'disk' as const, room_bytes: 10, reserve_bytes: 65536 } };
+    const report = new QueueReport(q, { metrics: createMetrics(), log, maxBatchBytes: 1000, maxQueueBytes: 1e9 });
+    for (let i = 0; i < 6; i++) {
+      q.room = i % 2 === 1;
+      report.update();
+    }
+    q.batches = 0;
+    report.update();
+    q.batches = 2;
+    q.room = false;
+    report.update();
+    expect(logs.map((l) => l.event)).toEqual(['queue_full', 'queue_drained', 'queue_full']);
   });
 });
