@@ -7,12 +7,13 @@
 // could. So the queue leaves a reserve of the volume free for those writes
 // (and the checkpoint's): RESERVE_SHARE of the volume, within
 // [RESERVE_MIN, RESERVE_MAX]; the dead-letter store keeps out of it too (it
-// filled the reserve during an outage). Short of room there, the queue counts as full
-// (reading pauses, batches wait in memory), not as a full disk. Segments are
-// cut to an eighth of what the volume lets the queue hold, as they are to an
-// eighth of max_bytes: one segment larger than the volume held every record,
-// and a single batch of a parked Data Source kept all of it (compaction
-// never moves the segment being written).
+// filled the reserve during an outage). Short of room there, the queue
+// counts as full (reading pauses, batches wait in memory); only a write that
+// finds others took the room since the last look meets the disk_full state.
+// Segments are cut to an eighth of what the volume lets the queue hold, as
+// they are to an eighth of max_bytes: one segment larger than the volume
+// held every record, and a single batch of a parked Data Source kept all of
+// it (compaction never moves the segment being written).
 import { promises as fsp } from 'node:fs';
 import { segmentBytesFor } from './compact.js';
 
