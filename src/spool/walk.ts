@@ -90,6 +90,17 @@ export async function listInodes(dir: string): Promise<Map<string, string[]>> {
   return out;
 }
 
+/** The regular files of `dir` (not through links), in name order, with what a copy's search needs of them (recovery/copies.ts). */
+export async function regularFilesIn(dir: string): Promise<Array<{ path: string; size: number; dev: number; ino: number }>> {
+  const names = (await fsp.readdir(dir).catch(() => [] as string[])).sort();
+  const found = await mapLimit(names, STAT_CONCURRENCY, async (n) => {
+    const p = path.join(dir, n);
+    const st = await fsp.lstat(p).catch(() => null);
+    return st?.isFile() ? { path: p, size: st.size, dev: st.dev, ino: st.ino } : null;
+  });
+  return found.filter((f) => f !== null);
+}
+
 /** The path in `dir` of the file with this dev and inode, if any. */
 export async function findByInode(dir: string, dev: number, ino: number): Promise<string | null> {
   return (await listInodes(dir)).get(`${dev}:${ino}`)?.[0] ?? null;

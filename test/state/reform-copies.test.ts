@@ -4,7 +4,7 @@
 // found whatever its place in the listing (a cap on the entries read,
 // applied before the candidates were picked, hid a copy that sorted after
 // 10,000 other names).
-import { copyFile, mkdtemp, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -43,4 +43,23 @@ describe('re-forming a range from a copy of its file', () => {
     expect(r.fromCopies).toEqual([[file, path.join(dir, 'b.ndjson.1')]]);
     expect(r.body.equals(body.subarray(start, end))).toBe(true);
   }, 60_000);
+
+  it("finds the copy in logrotate's olddir (a directory beside the file's), as relocation finds a renamed file there", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-copies-'));
+    dirs.push(dir);
+    await mkdir(path.join(dir, 'old'));
+    const file = path.join(dir, 'b.ndjson');
+    const body = Buffer.from(Array.from({ length: 20 }, (_, i) => `{"n":${i},"pad":"${'y'.repeat(60)}"}\n`).join(''));
+    await writeFile(file, body);
+    const st = await stat(file);
+    const meta = { key: 'k', dev: st.dev, ino: st.ino, gen: 0, ...fingerprintOf(body.subarray(0, 256)), path: file, ds: 'ev' };
+    const range = { file: 'k', start: 0, end: body.length, crc: crc32(body) };
+    // copytruncate with `olddir old`.
+    await copyFile(file, path.join(dir, 'old', 'b.ndjson.1'));
+    await truncate(file, 0);
+    const r = await reformBatch([range], () => file, () => meta);
+    expect(r.missing).toEqual([]);
+    expect(r.fromCopies).toEqual([[file, path.join(dir, 'old', 'b.ndjson.1')]]);
+    expect(r.body.equals(body)).toBe(true);
+  });
 });
