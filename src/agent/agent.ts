@@ -404,7 +404,7 @@ export class Agent {
       },
       onDeadLetter: (input, key, entry) =>
         this.pipeline.deadLetter(input, key, entry, () =>
-          this.counts.add('dead_letters_written', { datasource: input.datasource, reason: input.reason }, 1, 'lines moved to the dead-letter store by the reader (spoolship dead-letter list shows them)'),
+          this.counts.add('dead_letters_written', { datasource: input!.datasource, reason: input!.reason }, 1, 'lines moved to the dead-letter store by the reader (spoolship dead-letter list shows them)'),
         ),
       onLinesRead: linesRead(metrics),
     });

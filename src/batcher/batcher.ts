@@ -60,7 +60,8 @@ export interface BatcherDeps {
   validateJson: boolean;
   sizeCaps: SizeCaps;
   onClose: (batch: ClosedBatch) => void;
-  onDeadLetter: (input: DeadLetterInput, key: string, entry: RangeEntry) => void;
+  /** `input` null: the line's record was written before (only its range is passed); `entry` null: its range comes at its end. */
+  onDeadLetter: (input: DeadLetterInput | null, key: string, entry: RangeEntry | null) => void;
   /** Lines read, per Data Source (metrics). */
   onLinesRead?: (ds: string, lines: number, bytes: number) => void;
 }
@@ -80,11 +81,10 @@ interface OpenBatch {
 
 const FIRST_BUFFER_BYTES = 1024 * 1024;
 /**
- * A read into a batch's buffer needs at least this much room past the
- * carried partial line; and a Data Source without an open batch gets a fresh
- * full-size buffer only when at least this much is waiting to be read (a
- * trickle is read into the reader's own buffer and copied, as before: a
- * 10 MB buffer per lingering batch would be memory for nothing).
+ * A read into a batch's buffer needs this much room past the carried partial
+ * line; a Data Source without an open batch gets a fresh full-size buffer only
+ * when this much waits to be read (a trickle is read into the reader's own
+ * buffer and copied: a 10 MB buffer per lingering batch would be waste).
  */
 export const BORROW_MIN_BYTES = 64 * 1024;
 
@@ -281,10 +281,16 @@ export class Batcher {
     return { pos, lines };
   }
 
-  /** A line the tailer found too long while still reading it (kept truncated to max_line_bytes). */
-  tooLong(file: TrackedFileRef, head: Buffer, totalLen: number, start: number, end: number): void {
-    this.deadLetter(file, head, totalLen, start, end, 'line_too_long');
+  /** A line the tailer found too long while still reading it (kept truncated to max_line_bytes); `head` null: its record was written before its end (tooLongSoFar). */
+  tooLong(file: TrackedFileRef, head: Buffer | null, totalLen: number, start: number, end: number): void {
+    if (head) this.deadLetter(file, head, totalLen, start, end, 'line_too_long');
+    else this.deps.onDeadLetter(null, file.key, this.deps.progress.claim(file.key, start, end, DEAD_LETTER_OWNER));
     this.deps.onLinesRead?.(file.ds, 1, end - start);
+  }
+
+  /** A line past max_line_bytes whose end is not written yet: its record now (`bytes`: what was read of it); its bytes are claimed at its end. */
+  tooLongSoFar(file: TrackedFileRef, head: Buffer, readLen: number, start: number): void {
+    this.deps.onDeadLetter({ datasource: file.ds, reason: 'line_too_long', file: file.path, offset: start, bytes: readLen, status: null, line: Buffer.from(head.subarray(0, this.deps.maxLineBytes)) }, file.key, null);
   }
 
   /** Close batches open for longer than `lingerMs`. */
@@ -380,14 +386,7 @@ export class Batcher {
     }
   }
 
-  private deadLetter(
-    file: TrackedFileRef,
-    line: Buffer,
-    totalLen: number,
-    start: number,
-    end: number,
-    reason: 'line_too_long' | 'invalid_json',
-  ): void {
+  private deadLetter(file: TrackedFileRef, line: Buffer, totalLen: number, start: number, end: number, reason: 'line_too_long' | 'invalid_json'): void {
     const entry = this.deps.progress.claim(file.key, start, end, DEAD_LETTER_OWNER);
     // A too-long line is kept only up to max_line_bytes (bytes says how long it was).
     const kept = reason === 'line_too_long' ? line.subarray(0, this.deps.maxLineBytes) : line;

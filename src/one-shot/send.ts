@@ -161,7 +161,8 @@ export async function runSend(o: SendOptions): Promise<SendSummary> {
       tasks.add(t);
     },
     onDeadLetter: (input) => {
-      // A line the batcher refused (too long, invalid JSON), named as a line the platform rejected.
+      // A line the batcher refused (too long, invalid JSON), named as a line the platform rejected (never twice: stdin has no tailer).
+      if (!input) return;
       const file = input.file === null ? null : deadLetterFile(input.file);
       const named = { ...input, file, offset: file === null ? null : input.offset };
       const t: Promise<void> = storeDeadLetter(named).finally(() => tasks.delete(t));

@@ -27,6 +27,7 @@ import type { BodyDrops } from '../util/scavenge.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
+import { ReaderLetters } from './reader-letters.js';
 import { Semaphore } from '../sender/limiter.js';
 import { bodyBytes, type Body } from '../sender/body.js';
 
@@ -51,6 +52,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private stopping = false;
   private readonly bodies: HeldBodies;
   private readonly compressSlots: Semaphore;
+  private readonly letters: ReaderLetters;
 
   constructor(
     private readonly o: {
@@ -96,6 +98,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     this.progress = o.progress ?? {};
     this.progress.lastAckAt ??= o.clock.now();
     this.compressSlots = new Semaphore(o.compressionThreads);
+    this.letters = new ReaderLetters(o.deadLetters, o.store, o.metrics, o.writes);
     this.bodies = new HeldBodies({
       dir: o.spillDir,
       memoryBytes: o.bodiesInMemoryBytes,
@@ -132,19 +135,9 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     this.track(this.process(batch, true));
   }
 
-  /** A line the reader rejected (invalid JSON, too long); `onStored` once it is on disk. */
-  deadLetter(input: DeadLetterInput, key: string, entry: RangeEntry, onStored?: () => void): void {
-    this.track(
-      (async () => {
-        const r = await this.retryStateWrite(() => this.o.deadLetters.add(input));
-        if (r === 'stored') {
-          this.o.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
-          onStored?.();
-        }
-        await this.retryStateWrite(async () => this.o.store.completeDeadLetterRange(key, entry));
-      })(),
-      false,
-    );
+  /** A line the reader rejected (invalid JSON, too long): reader-letters.ts. */
+  deadLetter(input: DeadLetterInput | null, key: string, entry: RangeEntry | null, onStored?: () => void): void {
+    this.track(this.letters.add(input, key, entry, onStored), false);
   }
 
   /** True while closed batches wait for a send slot: the rate limit (or the API) binds, or the bytes in flight do. */

@@ -160,7 +160,7 @@ export class Discovery {
    */
   private async adopt({ fp, resume, st }: Unmatched): Promise<void> {
     const m = fp.meta;
-    const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+    const t = new FileTailer(m.key, m.ds, m.path, resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes, m.lettered);
     t.sawStat(st, false);
     // Opened now (ensureOpen checks device and inode): a detached file is
     // read only through the descriptor it holds. The inode alone can
@@ -197,7 +197,7 @@ export class Discovery {
   private resume(f: Extract<PathFinding, { kind: 'resumed' }>): string {
     const m = f.fp.meta;
     this.noteReadable(f.p, f.ds);
-    const t = new FileTailer(m.key, m.ds, f.p, f.resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes);
+    const t = new FileTailer(m.key, m.ds, f.p, f.resume, m.dev, m.ino, m.gen, this.o.clock.now(), this.o.maxLineBytes, m.lettered);
     t.sawStat(f.st, true, f.head?.mtimeMs ?? f.st.mtimeMs);
     this.tailers.add(t);
     if (m.path !== f.p || m.away) this.o.store.updateFile(atPath(m, f.p, false));

@@ -1,13 +1,9 @@
-// Longer than ~250 lines: the read (whole lines, the partial last line kept
-// as bytes or as an offset, too-long lines) and the file's followed state
-// (path, detached, finished, sizes) change only through this class's own
-// methods, so both live here.
-//
 // Reads one file from `readOffset` into a shared buffer (owned by the
 // Spooler, ~1 MiB, reused for every read) and hands whole lines to the
-// batcher. A partial last line is never sent until its newline arrives, or
-// until the file is finished (renamed away and idle for idle_ms, or
-// deleted), when the remainder is sent as one whole line.
+// batcher; what is known of the file besides (path, detached, sizes) is in
+// followed-file.ts. A partial last line is never sent until its newline
+// arrives, or until the file is finished (renamed away and idle for
+// idle_ms, or deleted), when the remainder is sent as one whole line.
 //
 // Memory is bounded per file, whatever the partial line's size: a partial
 // line of up to CARRY_IN_MEMORY_BYTES is kept (cheap, and a file deleted
@@ -17,12 +13,14 @@
 // While such a line is pending the descriptor stays open (`pinned`), so the
 // bytes can be read back even if the file is deleted (read-loop.ts keeps it
 // for a short one too). A line over max_line_bytes goes to the dead letters
-// with its first max_line_bytes bytes (read back at its end) and its length.
+// with its first max_line_bytes bytes and its length: at its end, or, when
+// a read finds the end of what is written inside it, then, with the length
+// read so far (`lettered`: its bytes are passed at its end, once).
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Batcher, TrackedFileRef } from '../batcher/batcher.js';
 import type { ChunkLook } from '../batcher/lines.js';
-import type { SeenStat } from '../state/store.js';
+import { FollowedFile } from './followed-file.js';
 import { LastBytes, readAt } from './offset-reads.js';
 import { openRegularOrRefused } from './open.js';
 import { READ_HERE, type ChunkReader, type ChunkScan, type ScanRequest } from './scan-reader.js';
@@ -30,10 +28,8 @@ import { READ_HERE, type ChunkReader, type ChunkScan, type ScanRequest } from '.
 /** A partial line up to this size is kept in memory; a longer one only as its start offset. */
 export const CARRY_IN_MEMORY_BYTES = 16 * 1024;
 
-export class FileTailer implements TrackedFileRef {
+export class FileTailer extends FollowedFile implements TrackedFileRef {
   fh: FileHandle | null = null;
-  /** Next byte of the file to read. */
-  readOffset: number;
   /**
    * The incomplete last line is file[carryStart, readOffset). `carry` holds
    * those bytes when they are at most CARRY_IN_MEMORY_BYTES, else it is empty
@@ -41,32 +37,18 @@ export class FileTailer implements TrackedFileRef {
    */
   private carry: Buffer = Buffer.alloc(0);
   private carryStart: number;
-  /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters at its end. */
+  /** The incomplete line is already longer than max_line_bytes: it goes to the dead letters (see `lettered`). */
   private skipping = false;
+  /** Where a too-long line starts whose record was written before its end (readOnce): at its end only its bytes are passed. */
+  #lettered: number | null;
+  /** The last read stopped at the end of what is written. */
+  #atEnd = false;
   /** What was read just before readOffset, checked by the next read (offset-reads.ts). */
   private readonly before = new LastBytes();
   /** A read found those bytes changed: nothing more is read until the scan starts it again from 0 (discovery.ts). */
   changedUnder = false;
-  /** How it left the matching paths: renamed (its path changed since), or matched no more where it is (a config change). */
-  #detached: false | 'renamed' | 'unmatched' = false;
-  /** Detached and deleted (no link left): finished once unwritten for idle_ms (read-loop.ts), its remainder sent whole. */
-  #deleted = false;
-  /** A read has found the end since the file was detached or last grew (a detached file's size is known only through its descriptor). */
-  #endSeen = false;
-  #finished = false;
   /** The read of a chunk through `fh`'s descriptor not yet answered (closeFd waits for it). */
   #reading: Promise<unknown> | null = null;
-  /** When a scan last stopped finding it at a matching path (null while it is at one). */
-  #goneSince: number | null = null;
-  #lastGrowthAt: number;
-  #lastSize = 0;
-  #lastMtimeMs = 0;
-  #seen: SeenStat | null = null;
-  #path: string;
-  /** The errno of the last open refused for permissions (EACCES, EPERM); null once it opens. */
-  #unreadable: string | null = null;
-  /** #unreadable as last reported (readabilityChange): one WARN per streak. */
-  #reportedUnreadable: string | null = null;
 
   constructor(
     public key: string,
@@ -78,146 +60,14 @@ export class FileTailer implements TrackedFileRef {
     public gen: number,
     now: number,
     private readonly maxLineBytes: number,
+    /** The state's record of a too-long line already dead-lettered (FileMeta.lettered): counts only where reading starts. */
+    lettered?: number,
   ) {
-    this.#path = path;
-    this.readOffset = startOffset;
+    super(path, startOffset, now);
+    this.#lettered = lettered === startOffset ? lettered : null;
     this.carryStart = startOffset;
-    this.#lastGrowthAt = now;
   }
 
-  /** Where the file is now (it follows renames). */
-  get path(): string {
-    return this.#path;
-  }
-
-  /** The path no longer matches (renamed away, deleted, or a new config): read through the descriptor until idle for idle_ms, then finished. */
-  get detached(): boolean {
-    return this.#detached !== false;
-  }
-
-  /** Detached by a rename out of the patterns (not by a config that matches it no more): on_complete: delete may delete it. */
-  get renamedAway(): boolean {
-    return this.#detached === 'renamed';
-  }
-
-  /** Detached and its last link removed: nobody can reopen it, so a stop sends its remainder (spooler.ts). */
-  get deleted(): boolean {
-    return this.#deleted;
-  }
-
-  /** When it left the matching paths (forget_after_ms counts from here), or null. */
-  get goneSince(): number | null {
-    return this.#goneSince;
-  }
-
-  /** A read found no more bytes since the file was detached or last grew. */
-  get endSeen(): boolean {
-    return this.#endSeen;
-  }
-
-  /** Detached and read to its end once idle (or deleted), or deleted by on_complete: delete: nothing more is read. */
-  get finished(): boolean {
-    return this.#finished;
-  }
-
-  /** When a read last found new bytes. */
-  get lastGrowthAt(): number {
-    return this.#lastGrowthAt;
-  }
-
-  /** The file's size as last seen (a stat, or the end of a read). */
-  get lastSize(): number {
-    return this.#lastSize;
-  }
-
-  get lastMtimeMs(): number {
-    return this.#lastMtimeMs;
-  }
-
-  /** [size, mtimeMs, ctimeMs] of the last stat taken while the file's identity held (checkpointed: SeenStat). */
-  get seen(): SeenStat | null {
-    return this.#seen;
-  }
-
-  /** The file was found at another path (a rename). */
-  moveTo(path: string): void {
-    this.#path = path;
-  }
-
-  detach(now: number, how: 'renamed' | 'unmatched'): void {
-    this.#detached = how;
-    this.#endSeen = false;
-    this.#goneSince = now;
-  }
-
-  /** Back at a matching path (renamed back, or seen again after a failed look). */
-  reattach(): void {
-    this.#detached = false;
-    this.#deleted = false;
-    this.#goneSince = null;
-  }
-
-  /** Finished, then back at a matching path within forget_after_ms (same inode and first bytes): read on from where it was. */
-  revive(): void {
-    this.#finished = false;
-    this.#endSeen = false;
-    this.reattach();
-  }
-
-  /** Deleted by the agent (on_complete: delete): it cannot come back. */
-  markDeleted(): void {
-    this.#deleted = true;
-  }
-
-  /** A stat through the descriptor of a detached file (its name is not listed any more). */
-  sawDetachedStat(st: { size: number; mtimeMs: number; ctimeMs: number; nlink: number }): void {
-    if (st.size > this.#lastSize) this.#endSeen = false;
-    this.sawStat(st, false);
-    this.#deleted = st.nlink === 0;
-  }
-
-  finish(): void {
-    this.#finished = true;
-  }
-
-  /** A stat of the file; `identityHeld`: taken while its identity was checked (becomes `seen`). */
-  sawStat(st: { size: number; mtimeMs: number; ctimeMs: number }, identityHeld = true, mtimeMs = st.mtimeMs): void {
-    this.#lastSize = st.size;
-    this.#lastMtimeMs = mtimeMs;
-    if (identityHeld) this.#seen = [st.size, st.mtimeMs, st.ctimeMs];
-  }
-
-  /** A read found new bytes at `now`. */
-  grew(now: number): void {
-    this.#lastGrowthAt = now;
-    this.#endSeen = false;
-    if (this.readOffset > this.#lastSize) this.#lastSize = this.readOffset;
-  }
-
-  /** A read found no new bytes: the file ends where reading stands (if it shrank, the next scan decides: truncation). */
-  readToEnd(): void {
-    this.#lastSize = this.readOffset;
-    this.#endSeen = true;
-  }
-
-  /** Bytes known to be in the file and not yet read. */
-  get unreadBytes(): number {
-    return Math.max(0, this.#lastSize - this.readOffset);
-  }
-
-  /** The errno (EACCES, EPERM) while the file cannot be opened for its permissions; its progress is kept and every read tries again. */
-  get unreadable(): string | null {
-    return this.#unreadable;
-  }
-
-  /** 'unreadable' or 'readable' once per change of `unreadable` (its first refusal, its first open after), else null. */
-  readabilityChange(): 'unreadable' | 'readable' | null {
-    if (this.#unreadable === this.#reportedUnreadable) return null;
-    const was = this.#reportedUnreadable;
-    this.#reportedUnreadable = this.#unreadable;
-    if (this.#unreadable === null) return 'readable';
-    return was === null ? 'unreadable' : null;
-  }
 
   async ensureOpen(): Promise<FileHandle | null> {
     if (this.fh) return this.fh;
@@ -226,10 +76,10 @@ export class FileTailer implements TrackedFileRef {
       if (!opened) return null;
       if ('refused' in opened) {
         // chmod 000 for a while, a wrong owner after a restore: not gone, so nothing is finished or forgotten.
-        this.#unreadable = opened.refused;
+        this.refused(opened.refused);
         return null;
       }
-      this.#unreadable = null;
+      this.refused(null);
       this.fh = opened.fh;
       const st = opened.st;
       if (st.ino !== this.ino || st.dev !== this.dev) {
@@ -275,12 +125,30 @@ export class FileTailer implements TrackedFileRef {
     this.carry = Buffer.alloc(0);
     this.carryStart = offset;
     this.skipping = false;
+    this.#lettered = null;
     this.before.clear();
     this.changedUnder = false;
   }
 
-  /** Read one buffer's worth; returns the new bytes read (0 at end of file). */
+  /**
+   * Read one buffer's worth; returns the new bytes read (0 at end of file).
+   * A line past max_line_bytes goes to the dead letters as soon as a read
+   * finds the end of what is written inside it (README "Delivery
+   * guarantee"), with what was read of it; a line written whole is read to
+   * its newline first, so its record has its whole length.
+   */
   async readOnce(buf: Buffer, batcher: Batcher, reader: ChunkReader = READ_HERE): Promise<number> {
+    const n = await this.readNext(buf, batcher, reader);
+    const start = this.carryStart;
+    if (this.skipping && this.fh && !this.changedUnder && this.#lettered !== start && (this.#atEnd || (await this.fh.stat()).size <= this.readOffset)) {
+      this.#lettered = start;
+      batcher.tooLongSoFar(this, await readAt(this.fh, start, this.maxLineBytes), this.readOffset - start, start);
+    }
+    return n;
+  }
+
+  private async readNext(buf: Buffer, batcher: Batcher, reader: ChunkReader): Promise<number> {
+    this.#atEnd = true;
     // A detached file is only read through the descriptor it already has: its
     // path may now name a new file that reuses the inode (delete, then create).
     const fh = this.detached ? this.fh : await this.ensureOpen();
@@ -304,6 +172,7 @@ export class FileTailer implements TrackedFileRef {
         const looks = lent !== null || reader.where === 'thread';
         const scan = await this.readChunk(reader, { fd: fh.fd, buf: into, at: at + base, length: end - at - base, position: this.readOffset, scanFrom: at, maxLen: looks ? batcher.plainLineLimit : -1, before: this.before.get() });
         if (scan.changed) this.changedUnder = true;
+        this.#atEnd = scan.bytesRead < end - at - base;
         if (scan.bytesRead === 0) return 0;
         this.readOffset += scan.bytesRead;
         this.before.keep(into, at, at + base + scan.bytesRead);
@@ -319,6 +188,7 @@ export class FileTailer implements TrackedFileRef {
       return 0;
     }
     const { bytesRead } = await fh.read(buf, 0, buf.length, this.readOffset);
+    this.#atEnd = bytesRead < buf.length;
     if (bytesRead === 0) return 0;
     this.before.keep(buf, 0, bytesRead);
     const nl = buf.indexOf(10);
@@ -351,6 +221,14 @@ export class FileTailer implements TrackedFileRef {
    * reader's look at buf[from, to), passed on to the batcher.
    */
   private consume(buf: Buffer, from: number, to: number, batcher: Batcher, last = to > from ? buf.lastIndexOf(10, to - 1) : -1, look?: ChunkLook): void {
+    if (last >= from && this.#lettered === this.carryStart) {
+      // A restart inside the line whose record was written: only its bytes are passed.
+      const nl = buf.indexOf(10, from);
+      batcher.tooLong(this, null, nl - from, this.carryStart, this.carryStart + nl + 1 - from);
+      this.carryStart += nl + 1 - from;
+      from = nl + 1;
+      look = undefined;
+    }
     if (last >= from) {
       batcher.append(this, buf, from, last + 1, this.carryStart, look);
       this.carryStart += last + 1 - from;
@@ -366,7 +244,8 @@ export class FileTailer implements TrackedFileRef {
     const start = this.carryStart;
     if (this.skipping) {
       let content = end - start - 1;
-      const [head, cr] = await Promise.all([readAt(fh, start, Math.min(this.maxLineBytes, content)), content > 0 ? readAt(fh, end - 2, 1) : null]);
+      const lettered = this.#lettered === start;
+      const [head, cr] = await Promise.all([lettered ? null : readAt(fh, start, Math.min(this.maxLineBytes, content)), content > 0 ? readAt(fh, end - 2, 1) : null]);
       if (cr?.[0] === 13) content--;
       batcher.tooLong(this, head, content, start, end);
     } else {
@@ -384,7 +263,7 @@ export class FileTailer implements TrackedFileRef {
     const len = this.carriedBytes;
     if (len === 0) return;
     if (this.skipping) {
-      const head = this.fh ? await readAt(this.fh, start, Math.min(this.maxLineBytes, len)) : Buffer.alloc(0);
+      const head = this.#lettered === start ? null : this.fh ? await readAt(this.fh, start, Math.min(this.maxLineBytes, len)) : Buffer.alloc(0);
       batcher.tooLong(this, head, len, start, start + len);
     } else {
       // Pinned lines are read back through the descriptor that stayed open.

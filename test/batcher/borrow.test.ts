@@ -36,7 +36,7 @@ function harness(o: { maxBytes: number; cap: number; maxLineBytes: number }) {
     sizeCaps: { capFor: () => o.cap },
     // The body is copied at once: the batch's buffer may be lent for the next read.
     onClose: (b: ClosedBatch) => closed.push({ id: b.id, body: b.body.toString('latin1'), lines: b.lines }),
-    onDeadLetter: (d) => dead.push(`${d.offset} ${d.reason} ${d.bytes}`),
+    onDeadLetter: (d) => d && dead.push(`${d.offset} ${d.reason} ${d.bytes}`),
   });
   const crcs = () => [...(progress.files.get('k')?.entries ?? [])].map((e) => `${e.start}-${e.end} ${e.owner} ${e.crc}`);
   return { batcher, claims, closed, dead, crcs };

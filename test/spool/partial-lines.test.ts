@@ -16,7 +16,8 @@ afterEach(async () => {
 /** Records what the tailer hands over: whole lines (with their file offset) and too-long lines. */
 function recorder() {
   const lines: Array<{ text: string; offset: number }> = [];
-  const tooLong: Array<{ head: number; total: number; start: number; end: number }> = [];
+  const tooLong: Array<{ head: number | null; total: number; start: number; end: number }> = [];
+  const soFar: Array<{ head: number; read: number; start: number }> = [];
   const batcher = {
     append(_f: unknown, buf: Buffer, from: number, to: number, offset: number) {
       let pos = from;
@@ -28,19 +29,22 @@ function recorder() {
         pos = end + 1;
       }
     },
-    tooLong(_f: unknown, head: Buffer, total: number, start: number, end: number) {
-      tooLong.push({ head: head.length, total, start, end });
+    tooLong(_f: unknown, head: Buffer | null, total: number, start: number, end: number) {
+      tooLong.push({ head: head?.length ?? null, total, start, end });
+    },
+    tooLongSoFar(_f: unknown, head: Buffer, read: number, start: number) {
+      soFar.push({ head: head.length, read, start });
     },
     // Reads go into the tailer's own buffer.
     borrow: () => null,
     giveBack: () => undefined,
   } as unknown as Batcher;
-  return { lines, tooLong, batcher };
+  return { lines, tooLong, soFar, batcher };
 }
 
-async function tailerFor(file: string, maxLineBytes = 10_000_000): Promise<FileTailer> {
+async function tailerFor(file: string, maxLineBytes = 10_000_000, start = 0, lettered?: number): Promise<FileTailer> {
   const st = await stat(file);
-  const t = new FileTailer('k', 'ds', file, 0, st.dev, st.ino, 0, 0, maxLineBytes);
+  const t = new FileTailer('k', 'ds', file, start, st.dev, st.ino, 0, 0, maxLineBytes, lettered);
   cleanups.push(() => t.closeFd());
   return t;
 }
@@ -115,17 +119,66 @@ describe('partial last lines', () => {
     expect(r.lines).toEqual([{ text: body, offset: 0 }]);
   });
 
-  it('a line over max_line_bytes goes to the dead letters with its first max_line_bytes bytes and its full length; nothing of it is held', async () => {
+  it('a line over max_line_bytes written whole goes to the dead letters with its first max_line_bytes bytes and its full length; nothing of it is held', async () => {
     const dir = await tmp();
     const f = path.join(dir, 'a.ndjson');
-    await writeFile(f, `{"ok":1}\n${'q'.repeat(250_000)}`);
+    await writeFile(f, `{"ok":1}\n${'q'.repeat(250_002)}\r\n{"ok":2}\n`);
     const r = recorder();
     const t = await tailerFor(f, 100_000);
     await drain(t, r.batcher);
     expect(t.heldBytes).toBe(0);
-    await appendFile(f, 'qq\r\n{"ok":2}\n');
-    await drain(t, r.batcher);
     expect(r.tooLong).toEqual([{ head: 100_000, total: 250_002, start: 9, end: 9 + 250_004 }]);
+    expect(r.soFar).toEqual([]);
     expect(r.lines.map((l) => l.text)).toEqual(['{"ok":1}', '{"ok":2}']);
+  });
+
+  it('a line past max_line_bytes whose end is not written yet goes to the dead letters at once (the length read so far), and only its bytes are passed at its end', async () => {
+    for (const [first, rest] of [[250_000, 70_000], [1_500, 700]]) {
+      const dir = await tmp();
+      const f = path.join(dir, 'a.ndjson');
+      // A writer stopped inside the line: nothing tells when (or whether) its newline comes.
+      await writeFile(f, `{"ok":1}\n${'q'.repeat(first)}`);
+      const r = recorder();
+      const max = first > 10_000 ? 100_000 : 1_000;
+      const t = await tailerFor(f, max);
+      await drain(t, r.batcher);
+      expect(r.soFar).toEqual([{ head: max, read: first, start: 9 }]);
+      expect(t.heldBytes).toBe(0);
+      // More of it, still no end: not written again.
+      await appendFile(f, 'q'.repeat(rest));
+      await drain(t, r.batcher);
+      expect(r.soFar).toHaveLength(1);
+      expect(r.tooLong).toEqual([]);
+      await appendFile(f, 'q\n{"ok":2}\n');
+      await drain(t, r.batcher);
+      // Its bytes, newline included, are passed without a second record (head null).
+      expect(r.tooLong).toEqual([{ head: null, total: first + rest + 1, start: 9, end: 9 + first + rest + 2 }]);
+      expect(r.soFar).toHaveLength(1);
+      expect(r.lines.map((l) => l.text)).toEqual(['{"ok":1}', '{"ok":2}']);
+    }
+  });
+
+  it('a restart inside a line whose record was written (the state says so) writes none again', async () => {
+    const dir = await tmp();
+    const f = path.join(dir, 'a.ndjson');
+    await writeFile(f, `{"ok":1}\n${'q'.repeat(5_000)}`);
+    const r = recorder();
+    const t = await tailerFor(f, 1_000, 9, 9);
+    await drain(t, r.batcher);
+    expect(r.soFar).toEqual([]);
+    await appendFile(f, '\n{"ok":2}\n');
+    await drain(t, r.batcher);
+    expect(r.tooLong).toEqual([{ head: null, total: 5_000, start: 9, end: 9 + 5_001 }]);
+    expect(r.lines.map((l) => l.text)).toEqual(['{"ok":2}']);
+    // The same restart once the line has ended: within one read, still only its bytes.
+    const r2 = recorder();
+    await drain(await tailerFor(f, 1_000, 9, 9), r2.batcher);
+    expect(r2.tooLong).toEqual([{ head: null, total: 5_000, start: 9, end: 9 + 5_001 }]);
+    expect(r2.lines.map((l) => l.text)).toEqual(['{"ok":2}']);
+    // A line at another offset than the one recorded is handed over as any other (the batcher dead-letters it).
+    const r3 = recorder();
+    await drain(await tailerFor(f, 1_000, 9, 3), r3.batcher);
+    expect(r3.tooLong).toEqual([]);
+    expect(r3.lines.map((l) => l.text.length)).toEqual([5_000, 8]);
   });
 });
