@@ -364,6 +364,7 @@ export class Agent {
       maxBatchBytes: c.batch.max_bytes,
       writes: this.acker,
       onFatal: (err) => this.fatal(err),
+      onParkedBatchDone: () => this.spooler?.wake(),
       pathOf: (k) => this.pathOf(k),
       progress: deps.progress,
     });
@@ -510,6 +511,10 @@ export class Agent {
       maxBatchBytes: c.batch.max_bytes,
       api: () => redactUrl(this.apiUrl),
       parkedDataSources: () => this.sender?.parkedDataSources() ?? new Map(),
+      onDsParkChange: () => {
+        this.pipeline?.parkChanged();
+        this.spooler?.wake();
+      },
       deadLetters: { deadLetterLines: (...a) => this.pipeline.deadLetterLines(...a) },
     });
     return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents, memory: deps.budget });

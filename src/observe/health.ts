@@ -15,7 +15,7 @@ export const STALL_LINGER_PERIODS = 10;
 export interface HealthSources {
   sender: { readonly budgetPark: { readonly reason: string | null }; parkedDataSources(): ReadonlyMap<string, string> };
   acker: { readonly faults: readonly string[] };
-  pipeline: { readonly batchesActive: number; readonly lastAckAt: number };
+  pipeline: { batchesActiveExcept(ds: ReadonlySet<string>): number; readonly lastAckAt: number };
   queue: Pick<RetryQueue, 'batches' | 'bytes' | 'hasRoom' | 'batchesExcept'>;
 }
 
@@ -27,9 +27,11 @@ export function readiness(src: HealthSources, clock: Clock, lingerMs: number): R
   for (const r of new Set(parked.values())) reasons.push(r);
   reasons.push(...src.acker.faults);
   // Backlog: batches being sent, or waiting in the disk queue (an outage
-  // moves them there); a parked Data Source's queued batches are its park.
-  // A parked budget holds every batch: that is its reason, not no_progress.
-  const backlog = src.pipeline.batchesActive > 0 || src.queue.batchesExcept(new Set(parked.keys())) > 0;
+  // moves them there); a parked Data Source's batches, queued or in memory,
+  // are its park. A parked budget holds every batch: that is its reason,
+  // not no_progress.
+  const others = new Set(parked.keys());
+  const backlog = src.pipeline.batchesActiveExcept(others) > 0 || src.queue.batchesExcept(others) > 0;
   if (!src.sender.budgetPark.reason && backlog && clock.now() - src.pipeline.lastAckAt > STALL_LINGER_PERIODS * lingerMs) reasons.push('no_progress');
   return { ready: reasons.length === 0, reasons };
 }

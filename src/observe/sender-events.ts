@@ -43,6 +43,8 @@ export class SenderEvents implements SenderHooks {
       api: () => string;
       /** The Data Sources parked now (the sender's), to set the per-reason gauge. */
       parkedDataSources: () => ReadonlyMap<string, DsParkReason>;
+      /** A Data Source was parked or unparked (the reader's room changes: pipeline.ts paused). */
+      onDsParkChange?: () => void;
       deadLetters: BatchDeadLetters;
     },
   ) {
@@ -162,6 +164,7 @@ export class SenderEvents implements SenderHooks {
       const parked = new Set<string>(this.o.parkedDataSources().values());
       if (reason) parked.add(reason);
       for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
+      if (reason !== previous) this.o.onDsParkChange?.();
     }
     const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
     // Still parked (a probe failed): said again, once a minute (park.ts).

@@ -14,7 +14,6 @@ import type { DeadLetterPath } from '../control/queue-ops.js';
 import type { Codec } from '../codec/index.js';
 import type { DeadLetterInput, DeadLetterReason, DeadLetterStore } from '../deadletter/store.js';
 import { deadLetterInputs, type LinePieces } from '../deadletter/from-batch.js';
-import { lineRanges, rangeCrcs } from '../recovery/reform.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { RangeEntry } from '../state/progress.js';
@@ -28,8 +27,10 @@ import type { LongLived } from '../util/lifecycle.js';
 import type { StateWrites } from '../state/acker.js';
 import { HeldBodies } from './held-bodies.js';
 import { ReaderLetters } from './reader-letters.js';
+import { ParkedHold } from './parked-hold.js';
+import { QueueMoves } from './queue-moves.js';
 import { Semaphore } from '../sender/limiter.js';
-import { bodyBytes, type Body } from '../sender/body.js';
+import type { Body } from '../sender/body.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -53,6 +54,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private readonly bodies: HeldBodies;
   private readonly compressSlots: Semaphore;
   private readonly letters: ReaderLetters;
+  private readonly parked: ParkedHold;
+  private readonly moves: QueueMoves;
 
   constructor(
     private readonly o: {
@@ -89,6 +92,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       /** Runs each state write, waiting out a full or unwritable state_dir (state/acker.ts). */
       writes: StateWrites;
       onFatal: (err: unknown) => void;
+      /** A batch of a parked Data Source ended (moved to the disk queue): its paused files may be read again. */
+      onParkedBatchDone?: () => void;
       /** The path of a file key of the state (to read a batch's ranges again). */
       pathOf: (key: string) => string | undefined;
       /** The run command's, kept across SIGHUP reloads (absent: from this pipeline's start). */
@@ -99,6 +104,8 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     this.progress.lastAckAt ??= o.clock.now();
     this.compressSlots = new Semaphore(o.compressionThreads);
     this.letters = new ReaderLetters(o.deadLetters, o.store, o.metrics, o.writes);
+    this.parked = new ParkedHold(() => o.sender.parkedDataSources(), o.onParkedBatchDone);
+    this.moves = new QueueMoves({ ...o, retryStateWrite: (fn) => this.retryStateWrite(fn) });
     this.bodies = new HeldBodies({
       dir: o.spillDir,
       memoryBytes: o.bodiesInMemoryBytes,
@@ -127,12 +134,12 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   }
 
   submit(batch: ClosedBatch): void {
-    this.track(this.process(batch));
+    this.track(this.process(batch), batch.ds);
   }
 
   /** A re-formed batch from the journal (already has an intent). */
   submitRecovered(batch: ClosedBatch): void {
-    this.track(this.process(batch, true));
+    this.track(this.process(batch, true), batch.ds);
   }
 
   /** A line the reader rejected (invalid JSON, too long): reader-letters.ts. */
@@ -142,7 +149,32 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** True while closed batches wait for a send slot: the rate limit (or the API) binds, or the bytes in flight do. */
   get saturated(): boolean {
-    return this.active >= this.maxInFlight + PIPELINE_SLACK || this.bytesBind();
+    return this.live >= this.maxInFlight + PIPELINE_SLACK || this.bytesBind();
+  }
+
+  /**
+   * Batches under way, less those of parked Data Sources: those wait for
+   * their park (in memory when the disk queue has no room), and counted as
+   * room taken they stopped every other Data Source's reading for good.
+   * `paused` bounds them instead.
+   */
+  private get live(): number {
+    return this.active - this.parked.held();
+  }
+
+  /** A parked Data Source with PIPELINE_SLACK batches held: its files wait in the spool (read-loop.ts). */
+  paused(ds: string): boolean {
+    return this.parked.holds(ds, PIPELINE_SLACK);
+  }
+
+  /** Batches under way except those of `ds` (/readyz: a parked Data Source's batches are its park). */
+  batchesActiveExcept(ds: ReadonlySet<string>): number {
+    return this.active - this.parked.count(ds);
+  }
+
+  /** A Data Source was parked or unparked: the room may have changed. */
+  parkChanged(): void {
+    for (const w of this.roomWaiters.splice(0)) w();
   }
 
   /**
@@ -179,7 +211,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       this.compressing >= this.o.compressionThreads ||
       this.compressingBytes >= this.compressingBound ||
       this.bytesBind() ||
-      this.active >= this.maxInFlight + PIPELINE_SLACK + extra ||
+      this.live >= this.maxInFlight + PIPELINE_SLACK + extra ||
       (this.saturated && this.o.batcher.openBytes >= this.o.maxOpenBytes)
     );
   }
@@ -242,14 +274,19 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     return this.o.sender.waitingForBytes >= PIPELINE_SLACK;
   }
 
-  private track(p: Promise<void>, counts = true): void {
-    if (counts) this.active++;
+  /** A batch's task (`ds`: counted as under way), or another task. */
+  private track(p: Promise<void>, ds: string | false): void {
+    if (ds !== false) {
+      this.active++;
+      this.parked.add(ds, 1);
+    }
     const task = p
       .catch((err) => this.o.onFatal(err))
       .finally(() => {
         this.tasks.delete(task);
-        if (counts) {
+        if (ds !== false) {
           this.active--;
+          this.parked.add(ds, -1);
           const w = this.roomWaiters.shift();
           w?.();
         }
@@ -303,72 +340,31 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private async deliver(batch: ClosedBatch, body: Body, rawLen: number, neverSent: boolean): Promise<void> {
     const { store, codec, sender, metrics } = this.o;
     const root = { id: batch.id, ds: batch.ds, body, encoding: codec.contentEncoding, rawLen, lines: batch.lines };
-    const canDefer = () => this.o.queue.hasRoom(body.length);
-    let unresolved: Part[] | null = null;
-    const result = await sender.deliver(root, { canDefer, deferAfter: QUICK_ATTEMPTS, neverSent, onUnresolved: (pieces) => (unresolved = pieces) });
-    if (result === 'done') {
-      await this.retryStateWrite(async () => void store.completeBatch(batch.id));
-      this.progress.lastAckAt = this.o.clock.now();
-      metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
-      return;
+    // Asked when the batch would move to the disk queue: its room is held from then on (queue-moves.ts).
+    const room = this.moves.room(body.length);
+    try {
+      let unresolved: Part[] | null = null;
+      const result = await sender.deliver(root, { canDefer: room.take, deferAfter: QUICK_ATTEMPTS, neverSent, onUnresolved: (pieces) => (unresolved = pieces) });
+      if (result === 'done') {
+        await this.retryStateWrite(async () => void store.completeBatch(batch.id));
+        this.progress.lastAckAt = this.o.clock.now();
+        metrics.ackLatency.observe(Math.max(0, this.o.clock.now() - batch.firstAt) / 1000);
+        return;
+      }
+      if (unresolved) return await this.moves.queuePieces(batch.id, unresolved);
+      // Deferred (quick attempts used up, or parked), or stopping: the batch
+      // moves to the disk queue when it fits, and only once it is durable there
+      // does the committed offset pass it. Without room it stays a journal
+      // intent and is re-formed from the spool at the next start.
+      if (room.take()) await this.moves.queueBatch(root);
+    } finally {
+      room.release();
     }
-    if (unresolved) return this.queuePieces(batch, unresolved);
-    // Deferred (quick attempts used up, or parked), or stopping: the batch
-    // moves to the disk queue when it fits, and only once it is durable there
-    // does the committed offset pass it. Without room it stays a journal
-    // intent and is re-formed from the spool at the next start.
-    if (!canDefer()) return;
-    // The ranges' CRCs now (page cache, queued batches only): a damaged queue
-    // record is read again from the spool only if its bytes are the same.
-    const ranges = store.intentRanges(batch.id) ?? [];
-    const crcs = await rangeCrcs(ranges, this.o.pathOf, (k) => store.metaOf(k));
-    const bytes = await bodyBytes(body);
-    await this.retryStateWrite(() =>
-      this.o.queue.append({ id: batch.id, ds: batch.ds, encoding: root.encoding, rawLen, lines: batch.lines, queuedAt: this.o.clock.now(), history: sender.history(batch.id) ?? undefined }, bytes),
-    );
-    await this.retryStateWrite(() => store.recordQueued({ id: batch.id, ds: batch.ds, lines: batch.lines, ranges: ranges.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
-    await this.retryStateWrite(async () => void store.completeBatch(batch.id));
-    this.o.onQueued();
   }
 
-  /**
-   * The agent stops while a batch is being cut by 400s (or 413s) and some of
-   * its pieces are acknowledged: the pieces left go to the disk queue as
-   * batches of their own (new ids, the file ranges of their lines, their
-   * exact bytes) and the batch is done, so no acknowledged line is sent again
-   * after the restart. Without room in the queue the batch stays a journal
-   * intent and comes back whole, as before.
-   */
-  private async queuePieces(batch: ClosedBatch, pieces: Part[]): Promise<void> {
-    if (!(await this.keepPieces(batch.id, pieces))) return;
-    await this.retryStateWrite(async () => void this.o.store.completeBatch(batch.id));
-    this.o.sender.forget(batch.id);
-    this.o.onQueued();
-  }
-
-  /**
-   * Write the unresolved pieces of batch `id` (a fresh one, or a queued one
-   * the replayer was sending) to the disk queue; false when they do not fit.
-   * The caller then completes the batch itself.
-   */
-  async keepPieces(id: number, pieces: Part[]): Promise<boolean> {
-    const { store, queue } = this.o;
-    if (!queue.hasRoom(pieces.reduce((n, p) => n + p.body.length, 0))) return false;
-    const identity = (k: string) => store.metaOf(k);
-    // Pieces come sorted by their first line: one read of the batch's ranges for all of them.
-    const spans = await lineRanges(store.batchRanges(id) ?? [], this.o.pathOf, pieces.map((p) => ({ first: p.lineStart, count: p.lines })), identity);
-    // No history: the batch's attempts and last answer are not this piece's (`queue list`: unknown).
-    for (const [i, p] of pieces.entries()) {
-      const pieceId = store.newBatchId();
-      const own = spans[i] ?? [];
-      const crcs = await rangeCrcs(own, this.o.pathOf, identity);
-      const bytes = await bodyBytes(p.body);
-      await this.retryStateWrite(() => queue.append({ id: pieceId, ds: p.ds, encoding: p.encoding, rawLen: p.rawLen, lines: p.lines, queuedAt: this.o.clock.now() }, bytes));
-      await this.retryStateWrite(() => store.recordQueued({ id: pieceId, ds: p.ds, lines: p.lines, ranges: own.map((r, i) => ({ ...r, crc: crcs[i] ?? null })) }));
-    }
-    const ds = pieces[0]?.ds;
-    this.o.log.info({ event: 'batch_pieces_queued', batch: id, datasource: ds, pieces: pieces.length, lines: pieces.reduce((n, p) => n + p.lines, 0) }, 'stopping while a batch was being cut: its unresolved pieces wait in the disk queue');
-    return true;
+  /** Write the unresolved pieces of batch `id` (a queued one the replayer was sending) to the disk queue: queue-moves.ts. */
+  keepPieces(id: number, pieces: Part[]): Promise<boolean> {
+    return this.moves.keepPieces(id, pieces);
   }
 
   /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset, in one write (logged by observe/sender-events.ts). */

@@ -9,26 +9,23 @@
 // Invariants:
 // - `append` resolves only after the record is fsync'd: the caller then lets
 //   the source files' committed offsets pass the batch (docs/guarantees.md rule 1).
-// - Records are read back lazily, one at a time; only an index of offsets is
-//   kept in memory, never the bodies.
-// - A torn tail (crash mid-write) is truncated at open; a damaged record
-//   (its CRC does not match, or its length runs past the end while a valid
-//   record follows) is skipped and reported (onCorrupt), never fatal: its
-//   lines are read again from the spool when its ranges still have the CRCs
-//   kept with the queued batch (state store), and counted lost otherwise.
-// - A segment is deleted once all its records are acknowledged, the one being
-//   written too. Past one segment's size of acknowledged records, the closed
-//   segment with the most is compacted (compact.ts): segments are an eighth
-//   of max_bytes, so the files stay within about max_bytes plus two segments.
+// - Only an index of offsets is in memory; records are read back lazily.
+// - A torn tail (crash mid-write) is truncated at open; a damaged record is
+//   skipped and reported (onCorrupt), never fatal: its lines are read again
+//   from the spool when its ranges still have the CRCs kept with the queued
+//   batch (state store), and counted lost otherwise.
+// - A segment is deleted once all its records are acknowledged; past one
+//   segment's size of acknowledged records, the closed segment with the most
+//   is compacted (compact.ts): the files stay within max_bytes + 2 segments.
 // - A record whose write fails (ENOSPC) is cut off again, so as not to hold
 //   the space the journal needs. `diskBytes` is what the segments hold.
 // - acks.log is rewritten (atomically) with the acks of records still on disk
 //   when it holds ACKS_COMPACT_MIN records and twice as many as there are
 //   records on disk, and at every open.
-// - The queue holds at most `maxBytes` (record bytes on disk), and leaves a
-//   reserve of its volume free for acknowledgements (disk-room.ts); `hasRoom`
-//   says whether a batch fits, and callers keep the batch in memory (and the
-//   tailer waits) when it does not.
+// - The queue holds at most `maxBytes` (record bytes on disk) and leaves a
+//   reserve of its volume free (disk-room.ts); `hasRoom` says whether a batch
+//   fits (callers keep it in memory, the tailer waits, when it does not; a
+//   batch on its way in holds its room: pipeline/queue-moves.ts).
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -42,6 +39,9 @@ import { RecordIndex } from './record-index.js';
 import { indexSegments, listLive, liveByDataSource, readHeaderAt, readRecordAt, writeAcksOf, writeAllAt, type Entry, type LiveRecord, type QueueCorruptHandler } from './segments.js';
 
 export { SEGMENT_BYTES, type QueuedHeader, type QueueRef } from './format.js';
+
+/** What `hasRoom` counts for a record besides its body (its header and framing, with a margin). */
+export const RECORD_ROOM = 512;
 
 /** Segment size (tests), and what compaction did: each step (tests), each segment moved or not ('failed': undone, tried again; 'stuck': no more compaction until a restart). */
 export interface QueueOptions {
@@ -115,7 +115,7 @@ export class RetryQueue implements LongLived {
   }
 
   hasRoom(bodyBytes: number): boolean {
-    return this.ix.liveBytes + bodyBytes + 512 <= this.maxBytes && this.disk.fits(bodyBytes + 512);
+    return this.ix.liveBytes + bodyBytes + RECORD_ROOM <= this.maxBytes && this.disk.fits(bodyBytes + RECORD_ROOM);
   }
 
   /** What bounds the queue now: `max_bytes`, or state_dir's volume (disk-room.ts). */

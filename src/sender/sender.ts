@@ -181,7 +181,7 @@ export class Sender implements LongLived, SizeCaps {
         this.refusals.park(root.ds).park('bad_request');
         this.releaseDsProbe(ctx);
         Object.assign(ctx, { ...newCtx(root, opts, ctx.since), unknownOutcome: ctx.unknownOutcome, ac: ctx.ac, released: ctx.released, releasedLines: ctx.releasedLines });
-        if (opts.canDefer?.() && !ctx.released) return (result = 'deferred');
+        if (!ctx.released && opts.canDefer?.()) return (result = 'deferred');
         if (this.stopping) return 'aborted';
       }
     } finally {
@@ -313,7 +313,7 @@ export class Sender implements LongLived, SizeCaps {
     const defer = () => mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.canDefer?.() === true;
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
-      if (defer() && (this.budgetPark.parked || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked))) return 'deferred';
+      if ((this.budgetPark.parked || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked)) && defer()) return 'deferred';
       const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';

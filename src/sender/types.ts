@@ -118,7 +118,7 @@ export interface SenderOptions {
 export type DeliveryResult = 'done' | 'aborted' | 'deferred';
 
 export interface DeliverOptions {
-  /** Asked before deferring: may the caller take the batch back now? */
+  /** Asked only when the batch would be deferred now: may the caller take it back? (A yes may hold room for it: pipeline/queue-moves.ts.) */
   canDefer?: () => boolean;
   /** Failed attempts before a batch is deferred. */
   deferAfter?: number;

@@ -72,6 +72,8 @@ export interface Room {
    * a scan's slices stops where it would wait (read-loop.ts).
    */
   readonly hasRoom: boolean;
+  /** A parked Data Source whose batches already wait: its files are not read meanwhile (they are the buffer). */
+  paused?(ds: string): boolean;
 }
 
 /** What a scan uses (discovery.ts). */

@@ -82,6 +82,7 @@ export class ReadLoop {
         }
         continue;
       }
+      if (this.o.room.paused?.(t.ds)) continue;
       if (yieldWhenFull && !this.o.room.hasRoom) return any;
       await this.o.room.waitForRoom();
       if (stopped()) return any;

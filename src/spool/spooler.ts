@@ -102,6 +102,11 @@ export class Spooler implements LongLived, SeenNow {
     return this.close();
   }
 
+  /** A paused Data Source may be read again (pipeline.ts paused): a read round, no scan. */
+  wake(): void {
+    this.wakeLoop?.();
+  }
+
   /** Something may have changed in the spool: scan before the next read round. */
   poke(): void {
     this.dirty = true;

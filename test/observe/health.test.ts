@@ -3,11 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { readiness, STALL_LINGER_PERIODS, type HealthSources } from '../../src/observe/health.js';
 import { ManualClock } from '../support/manual-clock.js';
 
-function sources(o: { parked: Record<string, string>; queued: string[]; active?: number; lastAckAt?: number; budgetPark?: string }): HealthSources {
+function sources(o: { parked: Record<string, string>; queued: string[]; active?: number | string[]; lastAckAt?: number; budgetPark?: string }): HealthSources {
+  // `active`: a number of batches of Data Sources that are not parked, or each batch's Data Source.
+  const active = typeof o.active === 'number' ? Array.from({ length: o.active }, () => 'ok') : (o.active ?? []);
   return {
     sender: { budgetPark: { reason: o.budgetPark ?? null }, parkedDataSources: () => new Map(Object.entries(o.parked)) },
     acker: { faults: [] },
-    pipeline: { batchesActive: o.active ?? 0, lastAckAt: o.lastAckAt ?? 0 },
+    pipeline: { batchesActiveExcept: (ds) => active.filter((d) => !ds.has(d)).length, lastAckAt: o.lastAckAt ?? 0 },
     queue: {
       batches: o.queued.length,
       bytes: 0,
@@ -30,6 +32,9 @@ describe('readiness', () => {
     // A batch of a Data Source that is not parked waits too: that is no progress.
     expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: ['gone', 'ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['datasource_rejected', 'no_progress']);
     expect(readiness(sources({ parked: {}, queued: ['ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['no_progress']);
+    // Its batches held in memory (the queue had no room for them) are its park too.
+    expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: [], active: ['gone', 'gone'], lastAckAt }), clock, lingerMs).reasons).toEqual(['datasource_rejected']);
+    expect(readiness(sources({ parked: { gone: 'datasource_rejected' }, queued: [], active: ['gone', 'ok'], lastAckAt }), clock, lingerMs).reasons).toEqual(['datasource_rejected', 'no_progress']);
   });
 
   it('a parked budget is its own reason, not no_progress as well (it holds every batch)', () => {

@@ -4,10 +4,11 @@
 // misnamed directory never stops the rest. With a token that may create
 // them, everything ships: the creations past 5 a minute wait for their 429's
 // Retry-After.
+import { statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/report/report.js';
-import { configFor, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
+import { configFor, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from '../pipeline/helpers.js';
 import { JumpClock } from '../support/jump-clock.js';
 
 /** The two lines written to each Data Source's directory. */
@@ -34,6 +35,57 @@ describe('datasource_rejected (agent against the emulator)', () => {
     expect(metrics).toContain('spoolship_parked{reason="datasource_rejected"} 1');
     expect(metrics).toContain('spoolship_parked{reason="token_rejected"} 0');
     for (const ds of unknown) expect(rows(emu, dir, ds)).toEqual([]);
+  });
+
+  it("a parked Data Source with more batches than the queue holds: the others still ship, and /readyz says its park, not no_progress as well", async () => {
+    const dir = await tempDir();
+    const clock = new JumpClock();
+    const emu = await startEmu(dir, { datasources: ['ds_a'], appendTokens: ['append-only-token'], rps: 1000 });
+    const a = (name: string, ...l: string[]) => writeLines(path.join(dir, 'spool', 'ds_a', name), l);
+    await a('a.ndjson', '{"a":1}');
+    // A queue of one batch: the parked batches beyond it wait in memory (as on a full state volume).
+    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, queue: { max_bytes: 2000 }, limits: { max_in_flight: 2 }, shutdown_timeout_ms: 500 });
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, 'append-only-token\n', { mode: 0o600 });
+    // No periodic rescan: only the park's end may start the reading of new_0 again.
+    const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: null, token_file: tokenFile } }, { clock, rescanMs: 3_600_000 });
+    await waitForRows(emu, dir, 'ds_a', ['{"a":1}'], 'ds_a shipped');
+    // 50 batches for a Data Source the token may not create.
+    await writeLines(path.join(dir, 'spool', 'new_0', 'a.ndjson'), jsonLines('n', 0, 1000, 100));
+    const readyz = async () => (await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { ready: boolean; reasons: string[] };
+    await waitFor(async () => (await readyz()).reasons.includes('datasource_rejected'), 'new_0 parked');
+    // Its batches waiting for an answer move to the queue at once; each takes its room first, so queue.max_bytes holds.
+    await waitFor(async () => (await gauge(agent, 'spoolship_queue_batches')) >= 1, 'new_0 queued');
+    let peak = 0;
+    for (const until = Date.now() + 1000; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) peak = Math.max(peak, await gauge(agent, 'spoolship_queue_bytes'));
+    expect(peak).toBeLessThanOrEqual(2000);
+    // More for new_0 while it is parked: its files wait in the spool, not in memory.
+    const newFile = path.join(dir, 'spool', 'new_0', 'a.ndjson');
+    const status = async () => (await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport;
+    const fileOf = (s: StatusReport) => s.datasources.find((d) => d.datasource === 'new_0')!.files[0]!;
+    const readBefore = fileOf(await status()).read;
+    await writeLines(newFile, jsonLines('n', 1000, 200, 100));
+    const grown = statSync(newFile).size;
+    await waitFor(async () => fileOf(await status()).size === grown, 'new_0 seen grown');
+    await a('b.ndjson', '{"a":2}');
+    await waitForRows(emu, dir, 'ds_a', ['{"a":1}', '{"a":2}'], 'ds_a shipped after new_0 parked');
+    expect(fileOf(await status()).read, 'nothing more of new_0 read while it is parked').toBe(readBefore);
+    // Far past STALL_LINGER_PERIODS linger periods since ds_a's last acknowledgement.
+    clock.jump(30_000);
+    expect(await readyz()).toEqual({ ready: false, reasons: ['datasource_rejected'] });
+    // A line for ds_a that is not acknowledged is no progress again.
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    await a('c.ndjson', '{"a":3}');
+    await waitFor(() => emu.stats().requests_by_status['503'] !== undefined, 'ds_a refused');
+    clock.jump(10_000);
+    expect((await readyz()).reasons).toEqual(['datasource_rejected', 'no_progress']);
+    // A token that may create new_0 (SIGHUP): it unparks, its files are read again, and every line of both ships, once.
+    emu.setFaults([]);
+    writeFileSync(tokenFile, `${base.api.token}\n`);
+    await agent.reloadToken();
+    await waitForRows(emu, dir, 'new_0', jsonLines('n', 0, 1200, 100), 'every line of new_0 once unparked');
+    await waitForRows(emu, dir, 'ds_a', ['{"a":1}', '{"a":2}', '{"a":3}'], 'every line of ds_a');
+    await stop();
   });
 
   it('with a CREATE token, all 12 ship: creations past 5 a minute wait for the Retry-After of their 429, nothing parks', async () => {
