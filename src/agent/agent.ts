@@ -511,7 +511,7 @@ export class Agent {
       maxBatchBytes: c.batch.max_bytes,
       api: () => redactUrl(this.apiUrl),
       parkedDataSources: () => this.sender?.parkedDataSources() ?? new Map(),
-      onDsParkChange: () => {
+      onParkMoved: () => {
         this.pipeline?.parkChanged();
         this.spooler?.wake();
       },

@@ -43,8 +43,8 @@ export class SenderEvents implements SenderHooks {
       api: () => string;
       /** The Data Sources parked now (the sender's), to set the per-reason gauge. */
       parkedDataSources: () => ReadonlyMap<string, DsParkReason>;
-      /** A Data Source was parked or unparked (the reader's room changes: pipeline.ts paused). */
-      onDsParkChange?: () => void;
+      /** The budget or a Data Source was parked or unparked (the reader's room changes: pipeline.ts paused). */
+      onParkMoved?: () => void;
       deadLetters: BatchDeadLetters;
     },
   ) {
@@ -164,8 +164,8 @@ export class SenderEvents implements SenderHooks {
       const parked = new Set<string>(this.o.parkedDataSources().values());
       if (reason) parked.add(reason);
       for (const r of ['bad_request', 'datasource_rejected'] as const) metrics.parked.set({ reason: r }, parked.has(r) ? 1 : 0);
-      if (reason !== previous) this.o.onDsParkChange?.();
     }
+    if (reason !== previous) this.o.onParkMoved?.();
     const where = scope === 'budget' ? { scope: 'budget' } : { datasource: scope.ds };
     // Still parked (a probe failed): said again, once a minute (park.ts).
     const still = reason !== null && reason === previous;

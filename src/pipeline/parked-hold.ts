@@ -7,7 +7,8 @@ export class ParkedHold {
   private readonly byDs = new Map<string, number>();
 
   constructor(
-    private readonly parkedNow: () => ReadonlyMap<string, unknown>,
+    /** Parked Data Sources (and those refused while the budget's park may be theirs: Sender.refusedDataSources). */
+    private readonly parkedNow: () => ReadonlySet<string>,
     private readonly onParkedDone?: () => void,
   ) {}
 
@@ -21,7 +22,7 @@ export class ParkedHold {
   /** Batches under way of the parked Data Sources. */
   held(): number {
     let n = 0;
-    for (const ds of this.parkedNow().keys()) n += this.byDs.get(ds) ?? 0;
+    for (const ds of this.parkedNow()) n += this.byDs.get(ds) ?? 0;
     return n;
   }
 

@@ -104,7 +104,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     this.progress.lastAckAt ??= o.clock.now();
     this.compressSlots = new Semaphore(o.compressionThreads);
     this.letters = new ReaderLetters(o.deadLetters, o.store, o.metrics, o.writes);
-    this.parked = new ParkedHold(() => o.sender.parkedDataSources(), o.onParkedBatchDone);
+    this.parked = new ParkedHold(() => o.sender.refusedDataSources(), o.onParkedBatchDone);
     this.moves = new QueueMoves({ ...o, retryStateWrite: (fn) => this.retryStateWrite(fn) });
     this.bodies = new HeldBodies({
       dir: o.spillDir,

@@ -52,6 +52,14 @@ export class DataSourceRefusals {
     return this.parks.get(ds);
   }
 
+  /** Parked Data Sources, and with `unproven` (a 403 parked the budget) those refused since last accepted. */
+  refusedNow(unproven: boolean): Set<string> {
+    const out = new Set<string>();
+    for (const [ds, p] of this.parks) if (p.reason) out.add(ds);
+    if (unproven) for (const ds of this.tokenSeen.keys()) if (this.refused(ds)) out.add(ds);
+    return out;
+  }
+
   /** Parked Data Sources and why. */
   parked(): Map<string, DsParkReason> {
     const out = new Map<string, DsParkReason>();

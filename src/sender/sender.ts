@@ -69,6 +69,11 @@ export class Sender implements LongLived, SizeCaps {
     return this.refusals.parked();
   }
 
+  /** Data Sources refused on their own: parked, or refused (403) while their 403 parks the budget before any proved the token (pipeline/parked-hold.ts). */
+  refusedDataSources(): ReadonlySet<string> {
+    return this.refusals.refusedNow(this.budgetPark.parked && this.parkCause.status === 403);
+  }
+
   /** SIGHUP, token or client certificate change: probe parked budgets and Data Sources, end backoffs, now; with no batch to probe with (`nothingQueued` and none held), the budget unparks and the next batch proves the new token. */
   wake(nothingQueued = false): void {
     if (nothingQueued && this.deliveries.size === 0) this.budgetPark.unpark();
@@ -92,12 +97,7 @@ export class Sender implements LongLived, SizeCaps {
     return this.notifier.signal;
   }
 
-  /**
-   * No new attempts: waiting deliveries end 'aborted' at once (their batches
-   * stay journal intents or queued, for the next start). Resolves when every
-   * delivery has ended: a request on the wire is answered, or cut by the
-   * client's destroy. The sender holds nothing else.
-   */
+  /** No new attempts: waiting deliveries end 'aborted' at once (their batches stay journal intents or queued, for the next start). Resolves when every delivery has ended (answered, or cut by destroy). */
   async close(): Promise<void> {
     this.stopping = true;
     for (const ctx of this.deliveries.all()) ctx.ac.abort();

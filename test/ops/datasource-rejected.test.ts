@@ -88,6 +88,23 @@ describe('datasource_rejected (agent against the emulator)', () => {
     await stop();
   });
 
+  it('a new directory with more batches than the pipeline holds, refused before any Data Source proved the token: the others are still read, one proves it, and the new one parks alone', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { datasources: ['zz_known'], appendTokens: ['append-only-token'], rps: 1000 });
+    // Read first (its directory sorts first), and 50 batches: the budget parks on its 403 while they fill the pipeline.
+    await writeLines(path.join(dir, 'spool', 'aa_new', 'a.ndjson'), jsonLines('n', 0, 1000, 100));
+    await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), ['{"k":1}']);
+    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, queue: { max_bytes: 2000 }, limits: { max_in_flight: 2 }, shutdown_timeout_ms: 500 });
+    const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: 'append-only-token' } }, { rescanMs: 3_600_000 });
+    await waitForRows(emu, dir, 'zz_known', ['{"k":1}'], 'zz_known shipped');
+    await waitFor(async () => {
+      const r = (await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { reasons: string[] };
+      return r.reasons.length === 1 && r.reasons[0] === 'datasource_rejected';
+    }, 'aa_new parked alone');
+    await stop();
+    expect(rows(emu, dir, 'aa_new')).toEqual([]);
+  });
+
   it('with a CREATE token, all 12 ship: creations past 5 a minute wait for the Retry-After of their 429, nothing parks', async () => {
     const dir = await tempDir();
     const known = ['ds_a', 'ds_b', 'ds_c'];
