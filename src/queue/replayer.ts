@@ -91,7 +91,9 @@ export class QueueReplayer implements LongLived {
       const changed = sender.changeSignal();
       let parkedFor = Infinity;
       const rec = await queue.take((ds) => {
-        const ms = sender.dsWaitMs(ds);
+        // A parked Data Source's batches wait for its probe; while a 403 parks the budget before any Data Source proved
+        // the token, the refused ones' wait for the budget's probe, so that another's can take the early one (docs/answers.md).
+        const ms = Math.max(sender.dsWaitMs(ds), sender.budgetPark.offeredElsewhere(ds) ? sender.budgetPark.probeWaitMs() : 0);
         if (ms > 0) parkedFor = Math.min(parkedFor, ms);
         return ms > 0;
       });

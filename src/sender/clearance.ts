@@ -64,7 +64,9 @@ export class Clearance {
         if (mine) ctx.holdsDsProbe = true;
         continue;
       }
-      const probe = await this.budgetPark.pass(ctx.ac.signal, ds);
+      // The budget's early probe is for another Data Source (docs/answers.md, 403): a caller with other batches (the queue replayer) sends those meanwhile, unless the periodic probe is due.
+      const probe = mayLeave && this.budgetPark.offeredElsewhere(ds) ? this.budgetPark.tryProbe() || 'left' : await this.budgetPark.pass(ctx.ac.signal, ds);
+      if (probe === 'left') return 'left';
       if (ctx.ac.signal.aborted) {
         if (probe) this.budgetPark.probeDone(false);
         return 'aborted';

@@ -88,13 +88,17 @@ describe('datasource_rejected (agent against the emulator)', () => {
     await stop();
   });
 
-  it('a new directory with more batches than the pipeline holds, refused before any Data Source proved the token: the others are still read, one proves it, and the new one parks alone', async () => {
+  it.each([
+    ['more batches than the pipeline holds', { queue: { max_bytes: 2000 }, limits: { max_in_flight: 2 } }],
+    // The known Data Source's batches went to the queue behind the new one's, and the queue's probe was always the new one's.
+    ['a queue that holds them all', { queue: { max_bytes: '100MB' } }],
+  ])('a new directory read first, refused before any Data Source proved the token (%s): the others are still sent, one proves it, and the new one parks alone', async (_what, limits) => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { datasources: ['zz_known'], appendTokens: ['append-only-token'], rps: 1000 });
-    // Read first (its directory sorts first), and 50 batches: the budget parks on its 403 while they fill the pipeline.
+    // Read first (its directory sorts first), and 50 batches: the budget parks on its 403.
     await writeLines(path.join(dir, 'spool', 'aa_new', 'a.ndjson'), jsonLines('n', 0, 1000, 100));
     await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), ['{"k":1}']);
-    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, queue: { max_bytes: 2000 }, limits: { max_in_flight: 2 }, shutdown_timeout_ms: 500 });
+    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, shutdown_timeout_ms: 500, ...limits });
     const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: 'append-only-token' } }, { rescanMs: 3_600_000 });
     await waitForRows(emu, dir, 'zz_known', ['{"k":1}'], 'zz_known shipped');
     await waitFor(async () => {
@@ -102,6 +106,32 @@ describe('datasource_rejected (agent against the emulator)', () => {
       return r.reasons.length === 1 && r.reasons[0] === 'datasource_rejected';
     }, 'aa_new parked alone');
     await stop();
+    expect(rows(emu, dir, 'aa_new')).toEqual([]);
+  });
+
+  it('the disk queue holds a new directory\'s batches before a known one\'s: at the next start the known one\'s go first once the new one is refused, and prove the token', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { datasources: ['zz_known'], appendTokens: ['append-only-token'], rps: 1000 });
+    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, shutdown_timeout_ms: 500 });
+    const config = { ...base, api: { ...base.api, token: 'append-only-token' } };
+    const queued = async (agent: { adminUrl: string | null }, ds: string) =>
+      ((await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport).datasources.find((d) => d.datasource === ds)?.queue.batches ?? 0;
+    // An outage: the new directory's batches are queued first, then the known one's.
+    emu.setFaults([{ kind: 'status', status: 503 }]);
+    await writeLines(path.join(dir, 'spool', 'aa_new', 'a.ndjson'), jsonLines('n', 0, 100, 100));
+    const first = await startAgent(config);
+    await waitFor(async () => (await queued(first.agent, 'aa_new')) >= 5, 'aa_new queued');
+    await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), ['{"k":1}']);
+    await waitFor(async () => (await queued(first.agent, 'zz_known')) >= 1, 'zz_known queued');
+    await first.stop();
+    emu.setFaults([]);
+    const second = await startAgent(config, { rescanMs: 3_600_000 });
+    await waitForRows(emu, dir, 'zz_known', ['{"k":1}'], 'zz_known shipped from the queue');
+    await waitFor(async () => {
+      const r = (await (await fetch(`${second.agent.adminUrl}/readyz`)).json()) as { reasons: string[] };
+      return r.reasons.length === 1 && r.reasons[0] === 'datasource_rejected';
+    }, 'aa_new parked alone');
+    await second.stop();
     expect(rows(emu, dir, 'aa_new')).toEqual([]);
   });
 
