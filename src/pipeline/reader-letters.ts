@@ -37,6 +37,8 @@ export class ReaderLetters {
       const meta = store.metaOf(key);
       if (entry) await this.writes.retryStateWrite(async () => store.completeDeadLetterRange(key, entry));
       else if (input?.offset != null && meta) await this.writes.retryStateWrite(async () => store.updateFile({ ...meta, lettered: input.offset! }));
+      // On disk now, not at the next group commit: a kill -9 before it writes the line's record once more at the restart.
+      await this.writes.retryStateWrite(() => store.flush());
     })();
     if (!entry) this.lettering.set(key, task);
     else if (!input) this.lettering.delete(key);
