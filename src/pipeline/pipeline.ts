@@ -172,7 +172,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     return this.active - this.parked.count(ds);
   }
 
-  /** A Data Source was parked or unparked: the room may have changed. */
+  /** The budget or a Data Source was parked or unparked: the room may have changed. */
   parkChanged(): void {
     for (const w of this.roomWaiters.splice(0)) w();
   }
