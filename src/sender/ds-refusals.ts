@@ -28,8 +28,8 @@ const WHY: Record<DsParkReason, string> = {
 
 export class DataSourceRefusals {
   private readonly parks = new Map<string, Park<DsParkReason>>();
-  /** Per Data Source: when the token was last accepted for it, and last refused (403). */
-  private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedAt: number }>();
+  /** Per Data Source: when the token was last accepted for it, and whether a refusal (403) came since (by order: both may fall in one clock millisecond). */
+  private readonly tokenSeen = new Map<string, { acceptedAt: number; refusedSince: boolean }>();
 
   constructor(
     private readonly clock: Clock,
@@ -87,7 +87,7 @@ export class DataSourceRefusals {
   private tokenWorksElsewhere(ds: string): boolean {
     const now = this.clock.now();
     for (const [other, t] of this.tokenSeen) {
-      if (other !== ds && now - t.acceptedAt <= TOKEN_PROOF_WINDOW_MS && t.refusedAt < t.acceptedAt) return true;
+      if (other !== ds && now - t.acceptedAt <= TOKEN_PROOF_WINDOW_MS && !t.refusedSince) return true;
     }
     return false;
   }
@@ -95,13 +95,13 @@ export class DataSourceRefusals {
   /** Was the token refused for this Data Source since it was last accepted there? */
   refused(ds: string): boolean {
     const t = this.tokenSeen.get(ds);
-    return t !== undefined && t.refusedAt > t.acceptedAt;
+    return t?.refusedSince === true;
   }
 
   private noteToken(ds: string, accepted: boolean): void {
-    const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedAt: -Infinity };
+    const t = this.tokenSeen.get(ds) ?? { acceptedAt: -Infinity, refusedSince: false };
     if (accepted) t.acceptedAt = this.clock.now();
-    else t.refusedAt = this.clock.now();
+    t.refusedSince = !accepted;
     this.tokenSeen.set(ds, t);
   }
 

@@ -342,6 +342,7 @@ export class Sender implements LongLived, SizeCaps {
       if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.refusals.accepted(part.ds);
       let unconfirmed = false;
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
+        const newly = !this.refusals.refused(part.ds);
         if (this.refusals.on403(part.ds) === 'datasource') {
           // The token is fine: this Data Source is refused. Park it alone.
           if (probe) this.budgetPark.probeDone(true);
@@ -351,11 +352,10 @@ export class Sender implements LongLived, SizeCaps {
           continue;
         }
         // Nothing proves the token yet (a new directory answered first): the budget parks below, but one batch of a Data Source
-        // not refused probes at once, and its success parks this one alone; with such a batch under way the park is unconfirmed.
-        if (!probe && !this.budgetPark.parked) {
-          this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
-          unconfirmed = [...this.deliveries.all()].some((c) => c.root.ds !== part.ds && !this.refusals.refused(c.root.ds));
-        }
+        // not refused probes at once (again for each Data Source newly refused), and its success parks this one alone; with
+        // such a batch under way the first park is unconfirmed.
+        if (newly || (!probe && !this.budgetPark.parked)) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
+        if (!probe && !this.budgetPark.parked) unconfirmed = [...this.deliveries.all()].some((c) => c.root.ds !== part.ds && !this.refusals.refused(c.root.ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');
       // A request under way when a 403 parked the budget was acknowledged: the token is fine (a missing Data Source answered first).

@@ -92,11 +92,13 @@ describe('datasource_rejected (agent against the emulator)', () => {
     ['more batches than the pipeline holds', { queue: { max_bytes: 2000 }, limits: { max_in_flight: 2 } }],
     // The known Data Source's batches went to the queue behind the new one's, and the queue's probe was always the new one's.
     ['a queue that holds them all', { queue: { max_bytes: '100MB' } }],
-  ])('a new directory read first, refused before any Data Source proved the token (%s): the others are still sent, one proves it, and the new one parks alone', async (_what, limits) => {
+    // The early probe went to the second new directory, and its 403 used it up.
+    ['two new directories', { queue: { max_bytes: 2000 } }, ['aa_new', 'ab_new']],
+  ])('a new directory read first, refused before any Data Source proved the token (%s): the others are still sent, one proves it, and the new one parks alone', async (_what, limits, news = ['aa_new']) => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { datasources: ['zz_known'], appendTokens: ['append-only-token'], rps: 1000 });
     // Read first (its directory sorts first), and 50 batches: the budget parks on its 403.
-    await writeLines(path.join(dir, 'spool', 'aa_new', 'a.ndjson'), jsonLines('n', 0, 1000, 100));
+    for (const ds of news) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), jsonLines('n', 0, 1000, 100));
     await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), ['{"k":1}']);
     const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, shutdown_timeout_ms: 500, ...limits });
     const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: 'append-only-token' } }, { rescanMs: 3_600_000 });

@@ -348,16 +348,20 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     expect(await b).toBe('aborted');
   });
 
-  it('a 403 before any acceptance, refused for the early probe too: the budget stays parked, one early probe in all', async () => {
+  it('a 403 before any acceptance, refused for the early probe too: the budget stays parked, one early probe per Data Source newly refused', async () => {
     const h = await harness();
     h.token.value = 'revoked';
     const waiting = [h.sender.deliver(await h.batch('a', lines('a', 2)))];
     await settle(() => h.parks.length === 1, 'the budget park');
     waiting.push(h.sender.deliver(await h.batch('b', lines('b', 2))));
     await settle(() => h.sent.length === 2, 'b probes at once');
+    // b's 403 offers one more (two new directories before a known one stopped everything for good).
     waiting.push(h.sender.deliver(await h.batch('c', lines('c', 2))));
-    await settle(() => h.clock.waiting >= 3, 'all three waiting for the next probe');
-    expect(h.sent.map((s) => s.ds)).toEqual(['a', 'b']);
+    await settle(() => h.sent.length === 3, 'c probes at once');
+    // a, b and c refused: a second batch of b waits for the interval, as all do.
+    waiting.push(h.sender.deliver(await h.batch('b', lines('b2', 2))));
+    await settle(() => h.clock.waiting >= 4, 'all four waiting for the next probe');
+    expect(h.sent.map((s) => s.ds)).toEqual(['a', 'b', 'c']);
     expect(h.clock.nextWakeInMs()).toBe(60_000);
     expect(h.parks).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
     void h.sender.close();
