@@ -91,9 +91,10 @@ export class QueueReplayer implements LongLived {
       const changed = sender.changeSignal();
       let parkedFor = Infinity;
       const rec = await queue.take((ds) => {
-        // A parked Data Source's batches wait for its probe; while a 403 parks the budget before any Data Source proved
-        // the token, the refused ones' wait for the budget's probe, so that another's can take the early one (docs/answers.md).
-        const ms = Math.max(sender.dsWaitMs(ds), sender.budgetPark.offeredElsewhere(ds) ? sender.budgetPark.probeWaitMs() : 0);
+        // A parked Data Source's batches wait for its probe, and while the budget is parked every batch waits for the
+        // budget's, but one the early probe is on offer to (a 403 before any Data Source proved the token: docs/answers.md).
+        const budget = sender.budgetPark.parked && !sender.budgetPark.offersEarly(ds);
+        const ms = Math.max(sender.dsWaitMs(ds), budget ? sender.budgetPark.probeWaitMs() : 0);
         if (ms > 0) parkedFor = Math.min(parkedFor, ms);
         return ms > 0;
       });

@@ -64,8 +64,10 @@ export class Clearance {
         if (mine) ctx.holdsDsProbe = true;
         continue;
       }
-      // The budget's early probe is for another Data Source (docs/answers.md, 403): a caller with other batches (the queue replayer) sends those meanwhile, unless the periodic probe is due.
-      const probe = mayLeave && this.budgetPark.offeredElsewhere(ds) ? this.budgetPark.tryProbe() || 'left' : await this.budgetPark.pass(ctx.ac.signal, ds);
+      // A caller with other batches (the queue replayer) does not wait for the budget's park: it probes if due, else leaves,
+      // so that the early probe (docs/answers.md, 403) can go with another Data Source's batch; one on offer to it is taken.
+      const leave = mayLeave && this.budgetPark.parked && !this.budgetPark.offersEarly(ds);
+      const probe = leave ? this.budgetPark.tryProbe() || 'left' : await this.budgetPark.pass(ctx.ac.signal, ds);
       if (probe === 'left') return 'left';
       if (ctx.ac.signal.aborted) {
         if (probe) this.budgetPark.probeDone(false);

@@ -94,15 +94,18 @@ describe('datasource_rejected (agent against the emulator)', () => {
     ['a queue that holds them all', { queue: { max_bytes: '100MB' } }],
     // The early probe went to the second new directory, and its 403 used it up.
     ['two new directories', { queue: { max_bytes: 2000 } }, ['aa_new', 'ab_new']],
-  ])('a new directory read first, refused before any Data Source proved the token (%s): the others are still sent, one proves it, and the new one parks alone', async (_what, limits, news = ['aa_new']) => {
+    // The replayer waited on a refused batch while the early probe was away, and stayed there once it was offered again.
+    ['three new directories and a queue that holds them all', { queue: { max_bytes: '100MB' }, batch: { max_bytes: 2000, linger_ms: 200 } }, ['aa_new', 'ab_new', 'ac_new'], 100],
+  ])('a new directory read first, refused before any Data Source proved the token (%s): the others are still sent, one proves it, and the new one parks alone', async (_what, limits, news = ['aa_new'], known = 1) => {
     const dir = await tempDir();
     const emu = await startEmu(dir, { datasources: ['zz_known'], appendTokens: ['append-only-token'], rps: 1000 });
     // Read first (its directory sorts first), and 50 batches: the budget parks on its 403.
     for (const ds of news) await writeLines(path.join(dir, 'spool', ds, 'a.ndjson'), jsonLines('n', 0, 1000, 100));
-    await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), ['{"k":1}']);
+    const knownLines = Array.from({ length: known }, (_, i) => `{"k":${i + 1}}`);
+    await writeLines(path.join(dir, 'spool', 'zz_known', 'a.ndjson'), knownLines);
     const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 2000, linger_ms: 50 }, shutdown_timeout_ms: 500, ...limits });
     const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: 'append-only-token' } }, { rescanMs: 3_600_000 });
-    await waitForRows(emu, dir, 'zz_known', ['{"k":1}'], 'zz_known shipped');
+    await waitForRows(emu, dir, 'zz_known', knownLines, 'zz_known shipped');
     await waitFor(async () => {
       const r = (await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { reasons: string[] };
       return r.reasons.length === 1 && r.reasons[0] === 'datasource_rejected';
