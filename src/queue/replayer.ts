@@ -93,8 +93,7 @@ export class QueueReplayer implements LongLived {
       const rec = await queue.take((ds) => {
         // A parked Data Source's batches wait for its probe, and while the budget is parked every batch waits for the
         // budget's, but one the early probe is on offer to (a 403 before any Data Source proved the token: docs/answers.md).
-        const budget = sender.budgetPark.parked && !sender.budgetPark.offersEarly(ds);
-        const ms = Math.max(sender.dsWaitMs(ds), budget ? sender.budgetPark.probeWaitMs() : 0);
+        const ms = Math.max(sender.dsWaitMs(ds), sender.budgetPark.holdsBack(ds) ? sender.budgetPark.probeWaitMs() : 0);
         if (ms > 0) parkedFor = Math.min(parkedFor, ms);
         return ms > 0;
       });

@@ -66,7 +66,7 @@ export class Clearance {
       }
       // A caller with other batches (the queue replayer) does not wait for the budget's park: it probes if due, else leaves,
       // so that the early probe (docs/answers.md, 403) can go with another Data Source's batch; one on offer to it is taken.
-      const leave = mayLeave && this.budgetPark.parked && !this.budgetPark.offersEarly(ds);
+      const leave = mayLeave && this.budgetPark.holdsBack(ds);
       const probe = leave ? this.budgetPark.tryProbe() || 'left' : await this.budgetPark.pass(ctx.ac.signal, ds);
       if (probe === 'left') return 'left';
       if (ctx.ac.signal.aborted) {

@@ -26,6 +26,8 @@ const WHY: Record<DsParkReason, string> = {
   datasource_rejected: 'HTTP 403 for this Data Source while the same token is accepted for others (it does not exist, and the token may not create it)',
 };
 
+const NONE: ReadonlySet<string> = new Set();
+
 export class DataSourceRefusals {
   private readonly parks = new Map<string, Park<DsParkReason>>();
   /** Per Data Source: when the token was last accepted for it, and whether a refusal (403) came since (by order: both may fall in one clock millisecond). */
@@ -53,7 +55,9 @@ export class DataSourceRefusals {
   }
 
   /** Parked Data Sources, and with `unproven` (a 403 parked the budget) those refused since last accepted. */
-  refusedNow(unproven: boolean): Set<string> {
+  refusedNow(unproven: boolean): ReadonlySet<string> {
+    // Asked for each read and each room check: nothing parked or refused (the usual case) makes no Set.
+    if (!unproven && this.parks.size === 0) return NONE;
     const out = new Set<string>();
     for (const [ds, p] of this.parks) if (p.reason) out.add(ds);
     if (unproven) for (const ds of this.tokenSeen.keys()) if (this.refused(ds)) out.add(ds);

@@ -84,14 +84,9 @@ export class Park<R extends string> {
     this.notifier.notify();
   }
 
-  /** The early probe is on offer to the caller keyed `key` (looking does not take it). */
-  offersEarly(key: string): boolean {
-    return this.reason !== null && this.early !== null && this.early(key);
-  }
-
-  /** The early probe is on offer, but to other callers than `key`. */
-  offeredElsewhere(key: string): boolean {
-    return this.reason !== null && this.early !== null && !this.early(key);
+  /** Parked for the caller keyed `key`: parked, and the early probe not on offer to it (looking does not take it). */
+  holdsBack(key: string): boolean {
+    return this.reason !== null && !(this.early !== null && this.early(key));
   }
 
   /** May the caller keyed `key` take the early probe? (Taking it uses it up.) */

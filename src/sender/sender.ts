@@ -314,7 +314,7 @@ export class Sender implements LongLived, SizeCaps {
     for (;;) {
       if (ctx.released && !this.stopping) return 'released';
       // A batch the early probe is on offer to waits for it (docs/answers.md, 403): deferred to the queue, it never came.
-      if (((this.budgetPark.parked && !this.budgetPark.offersEarly(part.ds)) || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked)) && defer()) return 'deferred';
+      if ((this.budgetPark.holdsBack(part.ds) || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked)) && defer()) return 'deferred';
       const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
