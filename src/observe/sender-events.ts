@@ -154,6 +154,11 @@ export class SenderEvents implements SenderHooks {
     if (bytes >= maxBatchBytes) log.info({ event: 'learned_max_body', bytes }, 'request bodies may use batch.max_bytes again');
   }
 
+  /** Its batches leave the reader's room: wake it as a park does. */
+  onRefused(): void {
+    this.o.onParkMoved?.();
+  }
+
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null, unconfirmed = false): void {
     const { metrics, log } = this.o;
     if (scope === 'budget') {

@@ -56,12 +56,11 @@ export class DataSourceRefusals {
 
   /** Parked Data Sources, and with `unproven` (a 403 parked the budget) those refused since last accepted. */
   refusedNow(unproven: boolean): ReadonlySet<string> {
-    // Asked for each read and each room check: nothing parked or refused (the usual case) makes no Set.
-    if (!unproven && this.parks.size === 0) return NONE;
-    const out = new Set<string>();
-    for (const [ds, p] of this.parks) if (p.reason) out.add(ds);
-    if (unproven) for (const ds of this.tokenSeen.keys()) if (this.refused(ds)) out.add(ds);
-    return out;
+    // Asked for each read and each room check: nothing parked or refused (the usual case, also once every park ended) makes no Set.
+    let out: Set<string> | null = null;
+    for (const [ds, p] of this.parks) if (p.reason) (out ??= new Set()).add(ds);
+    if (unproven) for (const ds of this.tokenSeen.keys()) if (this.refused(ds)) (out ??= new Set()).add(ds);
+    return out ?? NONE;
   }
 
   /** Parked Data Sources and why. */

@@ -351,10 +351,10 @@ export class Sender implements LongLived, SizeCaps {
           if (defer()) return 'deferred';
           continue;
         }
-        // Nothing proves the token yet (a new directory answered first): the budget parks below, but one batch of a Data Source
-        // not refused probes at once (again for each Data Source newly refused), and its success parks this one alone; with
-        // such a batch under way the first park is unconfirmed.
+        // Nothing proves the token yet (a new directory answered first): the budget parks below, but one batch of a Data Source not refused probes
+        // at once (again for each one newly refused, whose batches leave the reader's room), and its success parks this one alone; with such a batch under way the first park is unconfirmed.
         if (newly || (!probe && !this.budgetPark.parked)) this.budgetPark.probeNowFor((ds) => !this.refusals.refused(ds));
+        if (newly && this.budgetPark.parked) this.o.hooks.onRefused?.(part.ds);
         if (!probe && !this.budgetPark.parked) unconfirmed = [...this.deliveries.all()].some((c) => c.root.ds !== part.ds && !this.refusals.refused(c.root.ds));
       }
       if (probe) this.budgetPark.probeDone(v.kind !== 'park');

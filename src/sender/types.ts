@@ -39,6 +39,8 @@ export interface SenderHooks {
   onAck(ds: string, lines: number, rawBytes: number, quarantinedRows: number): void;
   /** `unconfirmed`: a budget park on a 403 that a request of another Data Source under way may yet show to be one Data Source's refusal. */
   onParkChange(scope: 'budget' | { ds: string }, reason: string | null, previous: string | null, detail: string | null, unconfirmed?: boolean): void;
+  /** A 403 refused `ds` while the budget is parked (its reason unchanged: no onParkChange): `Sender.refusedDataSources` grew (the reader's room, pipeline/parked-hold.ts). */
+  onRefused?(ds: string): void;
   /**
    * Store the parts' lines as dead letters (durably) before the batch counts
    * as done: one write (one log event) for all of them. `operator`: released

@@ -20,6 +20,8 @@ export interface Harness {
   sent: Array<{ ds: string; body: Buffer }>;
   deadLetters: Array<{ ds: string; reason: string; status: number | null; lines: string[] }>;
   parks: Array<{ scope: string; reason: string | null }>;
+  /** At each onRefused: the Data Sources refused then (Sender.refusedDataSources, sorted). */
+  refused: string[][];
   /** The parks heard as unconfirmed (a 403 that another Data Source under way may yet prove a missing Data Source), in order. */
   unconfirmed: Array<{ scope: string; reason: string | null }>;
   retries: string[];
@@ -50,6 +52,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   };
   const deadLetters: Harness['deadLetters'] = [];
   const parks: Harness['parks'] = [];
+  const refused: Harness['refused'] = [];
   const unconfirmed: Harness['unconfirmed'] = [];
   const retries: string[] = [];
   const splits: SplitEvent[] = [];
@@ -64,6 +67,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
       parks.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason });
       if (tentative) unconfirmed.push({ scope: scope === 'budget' ? 'budget' : scope.ds, reason });
     },
+    onRefused: () => refused.push([...sender.refusedDataSources()].sort()),
     deadLetterLines: async (_root, parts, reason, status) => {
       for (const { part, raw } of parts) deadLetters.push({ ds: part.ds, reason, status, lines: raw.toString().split('\n').filter(Boolean) });
     },
@@ -94,6 +98,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     sent,
     deadLetters,
     parks,
+    refused,
     unconfirmed,
     retries,
     splits,

@@ -364,6 +364,8 @@ describe('Sender: a 403 for one Data Source while the token works for others', (
     expect(h.sent.map((s) => s.ds)).toEqual(['a', 'b', 'c']);
     expect(h.clock.nextWakeInMs()).toBe(60_000);
     expect(h.parks).toEqual([{ scope: 'budget', reason: 'token_rejected' }]);
+    // Each newly refused is heard though the park's reason stays: its batches leave the reader's room (nothing else woke the reader).
+    expect(h.refused).toEqual([['a', 'b'], ['a', 'b', 'c']]);
     void h.sender.close();
     for (const w of waiting) expect(await w).toBe('aborted');
   });
