@@ -582,7 +582,7 @@ export class Agent {
       queue: { batches: this.queue.batches, bytes: this.queue.bytes },
       queueByDataSource,
       batchesActive: this.pipeline.batchesActive,
-      inFlight: this.sender.requestsInFlight,
+      inFlight: this.sender.inFlight.requestsInFlight,
       compression: { threads: this.threads.threads, pool: currentThreadpoolSize(process.env) },
     });
   }

@@ -39,7 +39,7 @@ export interface RunningParts {
   batcher: { closeAll(): void };
   resender: LongLived;
   pipeline: LongLived & { drainUntil(deadline: number): Promise<boolean> };
-  sender: LongLived & { readonly longestRecentAnswerMs: number };
+  sender: LongLived & { readonly inFlight: { readonly longestRecentAnswerMs: number } };
   replayer: LongLived;
   client: LongLived;
   /** Dead letters, the acker's last checkpoint, the journal, the checkpoint, the queue. */
@@ -69,7 +69,7 @@ export class StopSequence {
     // waiting (cut then, its batch would be sent again at the next start):
     // the drain ends twice the longest recent answer time earlier (at most
     // half of what is left of it), then requests on the wire are answered.
-    const allowance = Math.min(2 * p.sender.longestRecentAnswerMs, Math.max(0, stopWaitingAt - clock.now()) / 2);
+    const allowance = Math.min(2 * p.sender.inFlight.longestRecentAnswerMs, Math.max(0, stopWaitingAt - clock.now()) / 2);
     await p.pipeline.drainUntil(stopWaitingAt - allowance);
     // No new attempts: deliveries waiting end; those on the wire are answered until stopWaitingAt.
     const rest = Promise.all([p.sender.close(), p.pipeline.close(), p.replayer.close()]);

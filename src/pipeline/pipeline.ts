@@ -122,7 +122,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** Requests allowed in flight now (the sender's concurrency limit; it moves with max_in_flight: auto). */
   private get maxInFlight(): number {
-    return this.o.sender.concurrencyLimit;
+    return this.o.sender.inFlight.concurrencyLimit;
   }
 
   get batchesActive(): number {
@@ -271,7 +271,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** PIPELINE_SLACK compressed bodies already wait for room under max_in_flight_bytes. */
   private bytesBind(): boolean {
-    return this.o.sender.waitingForBytes >= PIPELINE_SLACK;
+    return this.o.sender.inFlight.waitingForBytes >= PIPELINE_SLACK;
   }
 
   /** A batch's task (`ds`: counted as under way), or another task. */

@@ -37,13 +37,16 @@ export class Sender implements LongLived, SizeCaps {
   readonly budgetPark: Park<BudgetParkReason>;
   private readonly refusals: DataSourceRefusals;
   private readonly notifier = new Notifier();
-  private readonly inFlight: InFlightBound;
+  /** Requests and bytes in flight, and their limit (in-flight.ts). */
+  readonly inFlight: InFlightBound;
   private readonly learned: LearnedLimit;
   private readonly splits: SplitEpisode;
   private parkCause = { detail: null as string | null, status: 0, unconfirmed: false }; // what parked the budget (status 0: no answer)
   /** Parks and the Retry-After pause, waited for before each attempt. */
   private readonly clearance: Clearance;
   private stopping = false;
+  /** Wakes and unparks so far: a refusal of a request sent before the latest is stale (sendUntilFinal). */
+  private epoch = 0;
   /** destroy(): requests on the wire end at once. */
   private readonly cut = new AbortController();
   /** Deliveries under way, and the attempts of batches not yet done. */
@@ -54,14 +57,19 @@ export class Sender implements LongLived, SizeCaps {
     this.learned = new LearnedLimit({ clock: o.clock, maxBytes: o.maxBytes, onLower: () => this.inFlight.narrow(true), onChange: (bytes) => o.hooks.onLearnedLimit?.(bytes), memory: o.memory });
     this.deliveries = new Deliveries(o.clock, this.notifier);
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
-    this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => o.hooks.onParkChange({ ds }, r, prev, detail));
-    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => o.hooks.onParkChange('budget', r, p, r ? this.parkCause.detail : null, r !== null && this.parkCause.unconfirmed));
+    this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => this.parkChanged({ ds }, r, prev, detail));
+    this.budgetPark = new Park(o.clock, this.notifier, (r, p) => this.parkChanged('budget', r, p, r ? this.parkCause.detail : null, r !== null && this.parkCause.unconfirmed));
     this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
   }
 
   /** Size cap for new batches: max_bytes, or lower after a 413; one for the budget (the plan's limit), growing back 10 % per 5 minutes. */
   capFor(_ds?: string): number {
     return this.learned.capFor();
+  }
+
+  private parkChanged(...a: Parameters<SenderHooks['onParkChange']>): void {
+    if (a[1] === null) this.epoch++;
+    this.o.hooks.onParkChange(...a);
   }
 
   /** Parked Data Sources and why. */
@@ -77,6 +85,7 @@ export class Sender implements LongLived, SizeCaps {
   /** SIGHUP, token or client certificate change: probe parked budgets and Data Sources, end backoffs, now; with no batch to probe with (`nothingQueued` and none held), the budget unparks and the next batch proves the new token. */
   wake(nothingQueued = false): void {
     if (nothingQueued && this.deliveries.size === 0) this.budgetPark.unpark();
+    this.epoch++;
     this.budgetPark.wake();
     this.refusals.wake();
     this.clearance.retryNow();
@@ -129,25 +138,6 @@ export class Sender implements LongLived, SizeCaps {
   /** `spoolship queue dead-letter`: what of the batch is not yet acknowledged goes to the dead-letter store (Deliveries.release). */
   release(id: number): { wait: () => Promise<number | 'aborted'> } | null {
     return this.deliveries.release(id);
-  }
-
-  /** The longest of the last answer times (ms; 0 before any): InFlightBound.longestRecentAnswerMs. */
-  get longestRecentAnswerMs(): number {
-    return this.inFlight.longestRecentAnswerMs;
-  }
-
-  get requestsInFlight(): number {
-    return this.inFlight.requestsInFlight;
-  }
-
-  /** Requests waiting for room under max_in_flight_bytes: while there are any, the bytes bind, not the number of requests. */
-  get waitingForBytes(): number {
-    return this.inFlight.waitingForBytes;
-  }
-
-  /** Requests allowed in flight now (max_in_flight, or where auto stands; 1 from a 413 until a success). */
-  get concurrencyLimit(): number {
-    return this.inFlight.concurrencyLimit;
   }
 
   async deliver(root: RootBatch, opts: DeliverOptions = {}): Promise<DeliveryResult> {
@@ -340,6 +330,11 @@ export class Sender implements LongLived, SizeCaps {
       h.lastStatus = outcome.kind === 'response' ? outcome.status : null;
       h.lastError = outcome.kind === 'response' ? (outcome.status >= 300 ? `HTTP ${outcome.status}` : null) : `${outcome.code}: ${outcome.message}`;
       if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) this.refusals.accepted(part.ds);
+      // Sent before a wake (a new token, SIGHUP) or an unpark: a refusal of what has changed since parks nothing, the request goes again.
+      if (v.kind === 'park' && ctx.sentEpoch !== this.epoch) {
+        if (probe) this.budgetPark.releaseProbe();
+        continue;
+      }
       let unconfirmed = false;
       if (v.kind === 'park' && outcome.kind === 'response' && outcome.status === 403) {
         const newly = !this.refusals.refused(part.ds);
@@ -391,6 +386,7 @@ export class Sender implements LongLived, SizeCaps {
     const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe) || this.clearance.paused);
     return this.inFlight.run(part.body.length, cutFirst, mayGo, async () => {
       const started = performance.now();
+      ctx.sentEpoch = this.epoch;
       const outcome = await this.o.client.post(part.ds, part.body, part.encoding, this.cut.signal);
       const status = outcome.kind === 'response' ? outcome.status : 'error';
       this.o.hooks.onRequest(part.ds, status, (performance.now() - started) / 1000, part.body.length, outcome);

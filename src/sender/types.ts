@@ -184,6 +184,8 @@ export interface DeliveryCtx {
   linesDeadLettered: number;
   /** Some part of the batch was acknowledged: the request itself is fine. */
   accepted: boolean;
+  /** The sender's count of wakes and unparks when the last request left (a refusal answering an older state parks nothing). */
+  sentEpoch?: number;
   /** Quarters of the batch from which a single line was rejected (400). */
   rejectedQuarters: Set<number>;
   /**

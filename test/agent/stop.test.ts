@@ -17,7 +17,7 @@ function parts(unwind: RunningParts['started']['unwind']): RunningParts {
     batcher: { closeAll: () => undefined },
     resender: ends,
     pipeline: { ...ends, drainUntil: async () => true },
-    sender: { ...ends, longestRecentAnswerMs: 0 },
+    sender: { ...ends, inFlight: { longestRecentAnswerMs: 0 } },
     replayer: ends,
     client: ends,
     persist: async () => undefined,

@@ -4,7 +4,7 @@
 // misnamed directory never stops the rest. With a token that may create
 // them, everything ships: the creations past 5 a minute wait for their 429's
 // Retry-After.
-import { statSync, writeFileSync } from 'node:fs';
+import { renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/report/report.js';
@@ -137,6 +137,33 @@ describe('datasource_rejected (agent against the emulator)', () => {
     }, 'aa_new parked alone');
     await second.stop();
     expect(rows(emu, dir, 'aa_new')).toEqual([]);
+  });
+
+  it("a parked Data Source's batches go to the disk queue while it has room: its file is read on to its end while parked, and all of it ships once unparked", async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { datasources: ['ds_a'], appendTokens: ['append-only-token'], rps: 1000 });
+    await writeLines(path.join(dir, 'spool', 'ds_a', 'a.ndjson'), ['{"a":1}']);
+    const base = configFor(dir, emu, { admin: { listen: '127.0.0.1:0' }, batch: { max_bytes: 20_000, linger_ms: 50 }, queue: { max_bytes: '100MB' }, limits: { max_in_flight: 2 }, shutdown_timeout_ms: 500 });
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, 'append-only-token\n', { mode: 0o600 });
+    // No periodic rescan: only the end of a parked batch may start the reading again.
+    const { agent, stop } = await startAgent({ ...base, api: { ...base.api, token: null, token_file: tokenFile } }, { rescanMs: 3_600_000 });
+    await waitForRows(emu, dir, 'ds_a', ['{"a":1}'], 'ds_a shipped (the token is proven)');
+    await writeLines(path.join(dir, 'spool', 'new_0', 'a.ndjson'), ['{"n":-1}']);
+    const readyz = async () => ((await (await fetch(`${agent.adminUrl}/readyz`)).json()) as { reasons: string[] }).reasons;
+    await waitFor(async () => (await readyz()).includes('datasource_rejected'), 'new_0 parked');
+    // More than one read (1 MiB), moved in whole (one watch event): the reading pauses on the park with most of it unread.
+    const lines = jsonLines('n', 0, 12_000, 100);
+    await writeLines(path.join(dir, 'b.ndjson'), lines);
+    const size = statSync(path.join(dir, 'b.ndjson')).size;
+    renameSync(path.join(dir, 'b.ndjson'), path.join(dir, 'spool', 'new_0', 'b.ndjson'));
+    const fileOf = async () => ((await (await fetch(`${agent.adminUrl}/status`)).json()) as StatusReport).datasources.find((d) => d.datasource === 'new_0')?.files.find((f) => f.path.endsWith('b.ndjson'));
+    await waitFor(async () => (await fileOf())?.read === size, 'new_0 read to its end while parked');
+    expect(await readyz()).toEqual(['datasource_rejected']);
+    writeFileSync(tokenFile, `${base.api.token}\n`);
+    await agent.reloadToken();
+    await waitForRows(emu, dir, 'new_0', ['{"n":-1}', ...lines], 'every line of new_0 once unparked');
+    await stop();
   });
 
   it('with a CREATE token, all 12 ship: creations past 5 a minute wait for the Retry-After of their 429, nothing parks', async () => {

@@ -32,6 +32,8 @@ export interface Harness {
   token: { value: string };
   /** Called before each request with how many were sent before it (change the token, the faults...). */
   beforePost: ((sentBefore: number) => void) | null;
+  /** Its answer reaches the sender once this resolves (a late answer), by the same count. */
+  answerHeld: ((sentBefore: number) => Promise<void>) | null;
   batch(ds: string, lines: string[], id?: number): Promise<RootBatch>;
 }
 
@@ -44,10 +46,13 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
   cleanups.push(() => client.destroy());
   const sent: Harness['sent'] = [];
   const spy = {
-    post: (ds: string, body: Buffer, enc: string | null) => {
-      h.beforePost?.(sent.length);
+    post: async (ds: string, body: Buffer, enc: string | null) => {
+      const n = sent.length;
+      h.beforePost?.(n);
       sent.push({ ds, body });
-      return client.post(ds, body, enc);
+      const outcome = await client.post(ds, body, enc);
+      await h.answerHeld?.(n);
+      return outcome;
     },
   };
   const deadLetters: Harness['deadLetters'] = [];
@@ -105,6 +110,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     limits,
     token,
     beforePost: null,
+    answerHeld: null,
     async batch(ds, lines, id) {
       const raw = Buffer.from(lines.map((l) => `${l}\n`).join(''));
       return { id: id ?? nextId++, ds, body: await codec.compress(raw), encoding: codec.contentEncoding, rawLen: raw.length, lines: lines.length };

@@ -70,6 +70,52 @@ describe('Sender: README "How each server answer is handled" answers against the
     expect(h.emu.stats().requests_by_status).toMatchObject({ '403': 2, '200': 1 });
   });
 
+  it('a wake() while the budget\'s probe is on the wire: its failure does not undo it, the next probe goes at once', async () => {
+    const h = await harness();
+    h.token.value = 'revoked';
+    const done = h.sender.deliver(await h.batch('ds', lines('t', 2)));
+    await settle(() => h.parks.length === 1, 'park');
+    await settle(() => h.clock.waiting > 0, 'waiting while parked');
+    // SIGHUP as the probe leaves, with the old token still in the file: the probe's 403 is an answer to the old state.
+    h.beforePost = (n) => n === 1 && h.sender.wake();
+    h.clock.advance(60_000);
+    await settle(() => h.sent.length === 3, 'a probe at once after the failed one');
+    await settle(() => h.clock.waiting > 0, 'waiting again');
+    expect(h.clock.nextWakeInMs(), 'that probe failed too, after the wake: a whole interval').toBe(60_000);
+    h.token.value = h.emu.token;
+    h.sender.wake();
+    expect(await done).toBe('done');
+  });
+
+  it('a wake() while a request sent before the park is still on the wire: its late 403 does not undo it', async () => {
+    const h = await harness({ datasources: ['known'], appendTokens: ['append-only'] });
+    h.token.value = 'append-only';
+    expect(await h.sender.deliver(await h.batch('known', lines('k', 2)))).toBe('done');
+    // Two batches of a Data Source the token may not create, both on the wire; the second one's 403 comes late.
+    // Each moves to the disk queue once refused (as in the agent): nothing waits in the park for its probe.
+    let bothSent!: () => void;
+    let late!: () => void;
+    const held = [new Promise<void>((r) => (bothSent = r)), new Promise<void>((r) => (late = r))];
+    h.answerHeld = async (n) => held[n - 1];
+    const [a, b] = [await h.batch('new', lines('a', 2)), await h.batch('new', lines('b', 2))];
+    const toQueue = { canDefer: () => true };
+    const first = h.sender.deliver(a, toQueue);
+    const second = h.sender.deliver(b, toQueue);
+    await settle(() => h.sent.length === 3, 'both on the wire');
+    bothSent();
+    expect(await first).toBe('deferred');
+    // A token that may create it (SIGHUP) before the late 403: the probe may go at once all the same.
+    h.token.value = h.emu.token;
+    h.sender.wake();
+    late();
+    expect(await second).toBe('deferred');
+    expect(h.emu.stats().requests_by_status).toEqual({ '200': 1, '403': 2 });
+    expect(h.sender.dsWaitMs('new')).toBe(0);
+    // The queue's replayer probes with a queued batch now, not in 60 s.
+    expect(await h.sender.deliver(a, { leaveWhenDsParked: true })).toBe('done');
+    expect(await h.sender.deliver(b, { leaveWhenDsParked: true })).toBe('done');
+  });
+
   it('404: parks the budget as workspace_not_found', async () => {
     const h = await harness();
     h.token.value = h.emu.foreignToken;
