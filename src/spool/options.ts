@@ -66,7 +66,7 @@ export interface SpoolerOptions {
 /** Backpressure: where the read loop waits for the pipeline to take more. */
 export interface Room {
   /** Resolves when the pipeline has room for more data. */
-  waitForRoom(): Promise<void>;
+  waitForRoom(signal?: AbortSignal): Promise<void>;
   /**
    * Whether the pipeline has room now, without waiting: a read round between
    * a scan's slices stops where it would wait (read-loop.ts).

@@ -55,9 +55,10 @@ export class ReadLoop {
    * Read one chunk from every file with unread bytes; true when anything was
    * read. `yieldWhenFull`: stop at the first file the pipeline has no room
    * for instead of waiting (a round between a scan's slices: the scan goes
-   * on, and the next round starts again from the first file).
+   * on, and the next round starts again from the first file). `interrupt`:
+   * stop waiting for room when it aborts (a scan is due: spooler.ts).
    */
-  async round(stopped: () => boolean, yieldWhenFull = false): Promise<boolean> {
+  async round(stopped: () => boolean, yieldWhenFull = false, interrupt?: AbortSignal): Promise<boolean> {
     let any = false;
     let openFds = this.tailers.openDescriptors;
     for (const t of this.tailers.list()) {
@@ -84,8 +85,8 @@ export class ReadLoop {
       }
       if (this.o.room.paused?.(t.ds)) continue;
       if (yieldWhenFull && !this.o.room.hasRoom) return any;
-      await this.o.room.waitForRoom();
-      if (stopped()) return any;
+      await this.o.room.waitForRoom(interrupt);
+      if (stopped() || interrupt?.aborted) return any;
       const hadFd = t.fh !== null;
       const n = await t.readOnce(this.buf, this.o.batcher, this.scanner);
       if (!hadFd && t.fh) openFds++;

@@ -7,7 +7,7 @@
 // timing is on the injected clock.
 import type { FSWatcher } from 'chokidar';
 import type { SeenNow, SeenStat } from '../state/store.js';
-import { every } from '../util/clock.js';
+import { after, every } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { collectFinished } from './completion.js';
 import { Discovery } from './discovery.js';
@@ -49,6 +49,8 @@ export class Spooler implements LongLived, SeenNow {
   private nextScanAt = 0;
   private loop: Promise<void> | null = null;
   private stopRescan: (() => void) | null = null;
+  /** Ends the wait for room of the read round under way (poke). */
+  private interruptRound: (() => void) | null = null;
   /** Clock time at the end of the last scan, and how long it took. */
   private lastScanEndAt = 0;
   private lastScanMs = 0;
@@ -107,9 +109,10 @@ export class Spooler implements LongLived, SeenNow {
     this.wakeLoop?.();
   }
 
-  /** Something may have changed in the spool: scan before the next read round. */
+  /** Something may have changed in the spool: scan before the next read round (one waiting for room stops waiting). */
   poke(): void {
     this.dirty = true;
+    this.interruptRound?.();
     this.wakeLoop?.();
   }
 
@@ -220,7 +223,14 @@ export class Spooler implements LongLived, SeenNow {
         this.nextScanAt = this.lastScanEndAt + SCAN_GAP_FACTOR * this.lastScanMs;
         if (first) void this.startWatching().catch(() => undefined);
       }
-      const progressed = await this.reader.round(() => this.stopped);
+      // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
+      // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).
+      const due = new AbortController();
+      this.interruptRound = () => due.abort();
+      const unarm = this.dirty ? after(clock, this.nextScanAt - clock.now(), () => due.abort()) : null;
+      const progressed = await this.reader.round(() => this.stopped, false, due.signal);
+      unarm?.();
+      this.interruptRound = null;
       if (!progressed && !this.stopped) {
         this.o.events.onIdle?.();
         const wait = this.dirty ? this.nextScanAt - clock.now() : Infinity;
