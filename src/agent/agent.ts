@@ -441,6 +441,7 @@ export class Agent {
       readerThread: this.readerThread,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
+      persist: () => this.acker.retryStateWrite(() => this.store.flush()),
       onFatal: (err) => this.fatal(err),
     });
   }

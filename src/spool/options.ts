@@ -59,6 +59,8 @@ export interface SpoolerOptions {
   scanSlice?: number;
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
   listFiles?: typeof listFiles;
+  /** Make what the state holds durable now (through a full disk: the caller waits it out): a file discovered is known across a kill -9. */
+  persist?: () => Promise<void>;
   /** The scan-and-read loop failed unexpectedly: the agent's fatal error (an ERROR, then exit 1). Without it, close() throws it. */
   onFatal?: (err: unknown) => void;
 }
@@ -77,7 +79,7 @@ export interface Room {
 }
 
 /** What a scan uses (discovery.ts). */
-export type DiscoveryOptions = Pick<SpoolerOptions, 'router' | 'admission' | 'store' | 'clock' | 'startAt' | 'maxLineBytes' | 'scanSlice' | 'listFiles'> & {
+export type DiscoveryOptions = Pick<SpoolerOptions, 'router' | 'admission' | 'store' | 'clock' | 'startAt' | 'maxLineBytes' | 'scanSlice' | 'listFiles' | 'persist'> & {
   events: Pick<SpoolerEvents, 'onDiscovered' | 'onLayout' | 'onListFailed' | 'onListRecovered' | 'onReadable' | 'onUnreadable'>;
 };
 
