@@ -49,7 +49,7 @@ export class Spooler implements LongLived, SeenNow {
   private nextScanAt = 0;
   private loop: Promise<void> | null = null;
   private stopRescan: (() => void) | null = null;
-  /** Ends the wait for room of the read round under way (poke). */
+  /** Ends the wait for room of the read round under way once a scan may start (poke). */
   private interruptRound: (() => void) | null = null;
   /** Clock time at the end of the last scan, and how long it took. */
   private lastScanEndAt = 0;
@@ -225,11 +225,13 @@ export class Spooler implements LongLived, SeenNow {
       }
       // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
       // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).
+      // Not before the scan's pacing lets it start: until then the round reads on as room comes.
       const due = new AbortController();
-      this.interruptRound = () => due.abort();
-      const unarm = this.dirty ? after(clock, this.nextScanAt - clock.now(), () => due.abort()) : null;
+      const armed: { cancel?: () => void } = {};
+      this.interruptRound = () => void (armed.cancel ??= after(clock, this.nextScanAt - clock.now(), () => due.abort()));
+      if (this.dirty) this.interruptRound();
       const progressed = await this.reader.round(() => this.stopped, false, due.signal);
-      unarm?.();
+      armed.cancel?.();
       this.interruptRound = null;
       if (!progressed && !this.stopped) {
         this.o.events.onIdle?.();
