@@ -29,6 +29,7 @@ import { HeldBodies } from './held-bodies.js';
 import { ReaderLetters } from './reader-letters.js';
 import { ParkedHold } from './parked-hold.js';
 import { QueueMoves } from './queue-moves.js';
+import { RoomWaiters } from './room-waiters.js';
 import { Semaphore } from '../sender/limiter.js';
 import type { Body } from '../sender/body.js';
 
@@ -47,7 +48,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   private active = 0;
   private compressing = 0;
   private compressingBytes = 0;
-  private roomWaiters: Array<() => void> = [];
+  private readonly roomWaiters = new RoomWaiters();
   /** When a batch was last acknowledged (clock ms; no_progress), kept across reloads: a reload is not progress. */
   private readonly progress: { lastAckAt?: number };
   private stopping = false;
@@ -115,7 +116,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
       drops: o.bodyDrops,
       writes: o.writes,
       onWaitingChange: () => {
-        if (this.bodies.waitingForDisk === 0) for (const w of this.roomWaiters.splice(0)) w();
+        if (this.bodies.waitingForDisk === 0) this.roomWaiters.wakeAll();
       },
     });
   }
@@ -174,7 +175,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** The budget or a Data Source was parked or unparked: the room may have changed. */
   parkChanged(): void {
-    for (const w of this.roomWaiters.splice(0)) w();
+    this.roomWaiters.wakeAll();
   }
 
   /**
@@ -187,14 +188,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
    */
   async waitForRoom(signal?: AbortSignal): Promise<void> {
     while (this.full() && !this.stopping && !signal?.aborted) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          signal?.removeEventListener('abort', done);
-          resolve();
-        };
-        this.roomWaiters.push(done);
-        signal?.addEventListener('abort', done, { once: true });
-      });
+      await this.roomWaiters.wait(signal);
     }
   }
 
@@ -239,7 +233,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
   /** Take no more batches and release the submitters waiting for room; tasks under way end as the sender ends them. */
   async destroy(): Promise<void> {
     this.stopping = true;
-    for (const w of this.roomWaiters.splice(0)) w();
+    this.roomWaiters.wakeAll();
   }
 
   /**
@@ -287,8 +281,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
         if (ds !== false) {
           this.active--;
           this.parked.add(ds, -1);
-          const w = this.roomWaiters.shift();
-          w?.();
+          this.roomWaiters.wakeOne();
         }
       });
     this.tasks.add(task);
@@ -313,7 +306,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
     } finally {
       this.compressing--;
       this.compressingBytes -= rawLen;
-      for (const w of this.roomWaiters.splice(0)) w();
+      this.roomWaiters.wakeAll();
     }
     metrics.batchBytes.observe(rawLen);
     // From here on the batch is its compressed bytes, held by the pipeline

@@ -68,7 +68,7 @@ export class ReadLoop {
       if (t.changedUnder && !t.detached) continue;
       if (t.detached && t.endSeen && t.lastSize <= t.readOffset) {
         // Read to its end; its size is updated by each scan's fstat of the descriptor.
-        if (this.awayForGood(t)) await this.finishDetached(t);
+        if (this.awayForGood(t)) await this.finishDetached(t, yieldWhenFull, interrupt);
         continue;
       }
       // Nothing new since the last look (the rescan and watch events update
@@ -101,7 +101,7 @@ export class ReadLoop {
         }
       } else {
         t.readToEnd();
-        await this.atEnd(t);
+        await this.atEnd(t, yieldWhenFull, interrupt);
       }
     }
     return any;
@@ -148,8 +148,13 @@ export class ReadLoop {
    * look for new bytes, then the partial last line goes whole and the file
    * is finished.
    */
-  private async finishDetached(t: FileTailer): Promise<void> {
-    if (t.fh) await this.o.room.waitForRoom();
+  private async finishDetached(t: FileTailer, yieldWhenFull: boolean, interrupt?: AbortSignal): Promise<void> {
+    if (t.fh) {
+      // No room between a scan's slices, or a scan is due: finished at a later round.
+      if (yieldWhenFull && !this.o.room.hasRoom) return;
+      await this.o.room.waitForRoom(interrupt);
+      if (interrupt?.aborted) return;
+    }
     if (t.fh && (await t.readOnce(this.buf, this.o.batcher, this.scanner)) > 0) {
       t.grew(this.o.clock.now());
       return;
@@ -161,9 +166,9 @@ export class ReadLoop {
     if (t.deleted || this.o.onComplete === 'keep') this.o.events.onFinished(t.ds, t.path, false, t.deleted);
   }
 
-  private async atEnd(t: FileTailer): Promise<void> {
+  private async atEnd(t: FileTailer, yieldWhenFull: boolean, interrupt?: AbortSignal): Promise<void> {
     if (t.detached) {
-      if (t.fh && this.awayForGood(t)) await this.finishDetached(t);
+      if (t.fh && this.awayForGood(t)) await this.finishDetached(t, yieldWhenFull, interrupt);
       return;
     }
     if (this.idle(t) && t.fh && !t.pinned && t.carriedBytes === 0) {
