@@ -441,7 +441,8 @@ export class Agent {
       readerThread: this.readerThread,
       watch: deps.watch ?? true,
       events: spoolEvents({ log, metrics, linger: this.linger, layout: this.layout }),
-      persist: () => this.acker.retryStateWrite(() => this.store.flush()),
+      // Tried once: a full state_dir must not stop the scan (a file renamed away meanwhile is followed all the same); the journal's retry writes it.
+      persist: () => this.store.flush().catch((err) => this.acker.journalFailed(err)),
       onFatal: (err) => this.fatal(err),
     });
   }

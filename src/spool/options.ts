@@ -59,7 +59,7 @@ export interface SpoolerOptions {
   scanSlice?: number;
   /** The scan's listing of the spool (walk.ts listFiles); tests replace it to freeze a listing at a moment. */
   listFiles?: typeof listFiles;
-  /** Make what the state holds durable now (through a full disk: the caller waits it out): a file discovered is known across a kill -9. */
+  /** Make what the state holds durable now, so a file discovered is known across a kill -9; a full disk does not wait (the state fault, retried). */
   persist?: () => Promise<void>;
   /** The scan-and-read loop failed unexpectedly: the agent's fatal error (an ERROR, then exit 1). Without it, close() throws it. */
   onFatal?: (err: unknown) => void;

@@ -6,7 +6,7 @@
 // Needs mount(2): tests run as root on Linux (CI too). When mounting is not
 // permitted the tests fail saying so; they never pass without having run.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeSync, rmdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeSync, rmdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -175,6 +175,25 @@ describe('state_dir faults (process)', () => {
     rmSync(filler);
     await expectResumed(s, 'disk_full');
     expect(s.p.logs.some((l) => l.event === 'state_fault_cleared')).toBe(true);
+  });
+
+  it('disk full: a new file is discovered while it lasts, so one renamed out of the patterns then ships once space returns', async () => {
+    requireMount();
+    const s = await setup();
+    const filler = path.join(s.stateDir, 'filler');
+    fill(filler);
+    s.write(3000);
+    await waitFor(async () => (await readyz(s.admin)).body.reasons?.includes('disk_full'), '/readyz disk_full', 15_000);
+    // Its state record cannot be written now: the scan must not wait for the disk.
+    const fresh = path.join(path.dirname(s.spoolFile), '..', 'ev2', 'b.ndjson');
+    mkdirSync(path.dirname(fresh));
+    appendFileSync(fresh, lines('e', 0, 20));
+    await waitFor(() => s.p.logs.some((l) => l.event === 'file_discovered' && l.file === fresh), 'b.ndjson discovered while the disk is full', 15_000);
+    renameSync(fresh, `${fresh}.1`);
+    appendFileSync(`${fresh}.1`, lines('e', 20, 3));
+    rmSync(filler);
+    await waitForDelivery(s.t, 'ev2', 'e', 23, 'every line of the renamed file', { timeoutMs: 20_000 });
+    await expectResumed(s, 'disk_full');
   });
 
   it('read-only state_dir: /readyz 503 state_dir_unwritable, resumes by itself when writable again', async () => {
