@@ -35,7 +35,7 @@ export const FATAL_CLOSE_MS = 5000;
 export interface RunningParts {
   stopTimers(): void;
   control: LongLived | null;
-  spooler: LongLived;
+  spooler: LongLived & { stopReading(): Promise<void> };
   batcher: { closeAll(): void };
   resender: LongLived;
   pipeline: LongLived & { drainUntil(deadline: number): Promise<boolean> };
@@ -62,7 +62,7 @@ export class StopSequence {
     else log.info({ event: 'stopping', timeout_ms: timeoutMs }, 'stopping: draining in-flight requests');
     p.stopTimers();
     await p.control?.close();
-    await this.within(p.spooler.close(), stopWaitingAt);
+    await this.within(p.spooler.stopReading(), stopWaitingAt);
     p.batcher.closeAll();
     await this.within(p.resender.close(), stopWaitingAt);
     // No request starts that could not be answered before the agent stops
@@ -86,6 +86,8 @@ export class StopSequence {
       await this.within(p.client.close(), stopWaitingAt);
       await this.within(p.client.destroy(), deadline);
     }
+    // Scans went on during the drain (files created meanwhile are in the state): they end now, before the state is written.
+    await this.within(p.spooler.close(), deadline);
     const persisted = await this.within(p.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.o.stateDir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     const how: Unwind = ended && persisted ? 'close' : { destroy: new Error('shutdown timeout') };

@@ -49,8 +49,13 @@ export class Spooler implements LongLived, SeenNow {
   private nextScanAt = 0;
   private loop: Promise<void> | null = null;
   private stopRescan: (() => void) | null = null;
-  /** Ends the wait for room of the read round under way once a scan may start (poke). */
+  /** Ends the wait for room of the read round under way once a scan may start (poke); abortRound at once (stopReading). */
   private interruptRound: (() => void) | null = null;
+  private abortRound: (() => void) | null = null;
+  /** stopReading(): scans only, until close(). */
+  private readingStopped = false;
+  /** The read round under way. */
+  private reading: Promise<boolean> | null = null;
   /** Clock time at the end of the last scan, and how long it took. */
   private lastScanEndAt = 0;
   private lastScanMs = 0;
@@ -72,7 +77,33 @@ export class Spooler implements LongLived, SeenNow {
     });
   }
 
-  /** Stop reading (SIGTERM): the loop finishes its current chunk and returns; the files are closed. */
+  /**
+   * A stop's drain begins: no more reading (the chunk under way ends), and
+   * the remainders of deleted files go now; scans go on until close(), so
+   * a file created during the drain (up to shutdown_timeout_ms: a SIGHUP
+   * reload's too) is in the state, and found by its identity at the next
+   * start however it was renamed meanwhile.
+   */
+  async stopReading(): Promise<void> {
+    this.readingStopped = true;
+    this.abortRound?.();
+    while (this.reading) await this.reading;
+    for (const t of this.tailers.values()) await this.sendRemainderIfDeleted(t);
+  }
+
+  /** A read round, unless reading has stopped; stopReading waits for it. */
+  private async readRound(yieldWhenFull: boolean, interrupt?: AbortSignal): Promise<boolean> {
+    if (this.readingStopped) return false;
+    const round = this.reader.round(() => this.stopped || this.readingStopped, yieldWhenFull, interrupt);
+    this.reading = round;
+    try {
+      return await round;
+    } finally {
+      this.reading = null;
+    }
+  }
+
+  /** Stop reading and scanning (SIGTERM, after the drain): the loop finishes its current chunk or scan and returns; the files are closed. */
   async close(): Promise<void> {
     this.stopped = true;
     this.stopRescan?.();
@@ -208,7 +239,7 @@ export class Spooler implements LongLived, SeenNow {
           await this.scan(async () => {
             this.slicing = true;
             const from = clock.now();
-            await this.reader.round(() => this.stopped, true);
+            await this.readRound(true);
             reading += clock.now() - from;
           });
         } finally {
@@ -229,12 +260,13 @@ export class Spooler implements LongLived, SeenNow {
       const due = new AbortController();
       const armed: { cancel?: () => void } = {};
       this.interruptRound = () => void (armed.cancel ??= after(clock, this.nextScanAt - clock.now(), () => due.abort()));
+      this.abortRound = () => due.abort();
       if (this.dirty) this.interruptRound();
-      const progressed = await this.reader.round(() => this.stopped, false, due.signal);
+      const progressed = await this.readRound(false, due.signal);
       armed.cancel?.();
-      this.interruptRound = null;
+      this.interruptRound = this.abortRound = null;
       if (!progressed && !this.stopped) {
-        this.o.events.onIdle?.();
+        if (!this.readingStopped) this.o.events.onIdle?.();
         const wait = this.dirty ? this.nextScanAt - clock.now() : Infinity;
         if (wait <= 0) continue;
         // Until poked (a watch event, the rescan, stop), or the next scan may start.

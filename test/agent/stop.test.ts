@@ -13,7 +13,7 @@ function parts(unwind: RunningParts['started']['unwind']): RunningParts {
   return {
     stopTimers: () => undefined,
     control: null,
-    spooler: ends,
+    spooler: { ...ends, stopReading: async () => undefined },
     batcher: { closeAll: () => undefined },
     resender: ends,
     pipeline: { ...ends, drainUntil: async () => true },
