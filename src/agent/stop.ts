@@ -87,7 +87,7 @@ export class StopSequence {
       await this.within(p.client.destroy(), deadline);
     }
     // Scans went on during the drain (files created meanwhile are in the state): they end now, before the state is written.
-    await this.within(p.spooler.close(), deadline);
+    await this.within(p.spooler.close(), deadline - reserveMs / 2);
     const persisted = await this.within(p.persist(), deadline);
     if (!persisted) log.error({ event: 'state_not_persisted', state_dir: this.o.stateDir }, 'shutdown timeout while writing state; the next start recovers from the journal');
     const how: Unwind = ended && persisted ? 'close' : { destroy: new Error('shutdown timeout') };

@@ -112,7 +112,8 @@ export class Spooler implements LongLived, SeenNow {
     await this.loop;
     await this.reader.close();
     for (const t of this.tailers.values()) {
-      await this.sendRemainderIfDeleted(t);
+      // After stopReading the batcher is closed: the remainders went then.
+      if (!this.readingStopped) await this.sendRemainderIfDeleted(t);
       await t.closeFd();
     }
   }
