@@ -114,16 +114,21 @@ describe('spilled bodies', () => {
     // Every 5 ms: how much did the reader read while the agent was parked
     // for a full disk (from the first sample of each episode)? A short
     // episode may fall between samples: the logs say whether there was one.
+    // An episode ends at its state_fault_cleared: on a busy machine two
+    // samples may see disk_full with a clear (and legitimate reading) between
+    // them, so a clear logged since the episode's first sample starts a new one.
     let readWhileFull = 0;
     let on = true;
+    const clears = (): number => logs.filter((l) => l.event === 'state_fault_cleared').length;
     const sampler = (async () => {
-      let from: number | null = null;
+      let from = null as { read: number; clears: number } | null;
       while (on) {
+        const seenClears = clears();
         const full = await gauge(agent, 'spoolship_parked', '{reason="disk_full"}');
         const read = await gauge(agent, 'spoolship_bytes_read_total', '{datasource="ev"}');
-        if (full === 1) {
-          from ??= read;
-          readWhileFull = Math.max(readWhileFull, read - from);
+        if (full === 1 && clears() === seenClears) {
+          if (from?.clears !== seenClears) from = { read, clears: seenClears };
+          readWhileFull = Math.max(readWhileFull, read - from.read);
         } else from = null;
         await new Promise((r) => setTimeout(r, 5));
       }

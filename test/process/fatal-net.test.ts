@@ -3,10 +3,20 @@
 // `fatal`, then `exiting_after_fatal` and exit 1), not as a bare stack trace:
 // the log pipeline sees the event, the state_dir's lock is released, and the
 // next start ships everything.
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDelivery, lines, spawnAgent, startEmu, tempDir, waitForDelivery, writeConfig } from './helpers.js';
+import { checkDelivery, lines, spawnAgent, startEmu, tempDir, waitFor, waitForDelivery, writeConfig } from './helpers.js';
+
+/** Every batch the journals name (`i` records) is acknowledged there (`a`). */
+function everyIntentAcked(stateDir: string): boolean {
+  const sent = new Set<number>();
+  const acked = new Set<number>();
+  for (const name of readdirSync(stateDir).filter((n) => n.startsWith('journal-'))) {
+    for (const r of readFileSync(path.join(stateDir, name), 'latin1').matchAll(/\{"t":"(i|a)","id":(\d+)/g)) (r[1] === 'i' ? sent : acked).add(Number(r[2]));
+  }
+  return sent.size > 0 && [...sent].every((id) => acked.has(id));
+}
 
 /** A preload that plants, on SIGUSR2, what no handler of the agent catches. */
 function planter(dir: string, what: 'rejection' | 'exception'): string {
@@ -28,6 +38,10 @@ describe('an unhandled failure in run (process)', () => {
       const first = spawnAgent(cfg.configFile, { NODE_OPTIONS: `--require ${planter(dir, what)}` });
       await first.started;
       await waitForDelivery(t, 'ev', 'u', 50, 'the first 50 lines');
+      // A fatal end writes no more state (it is recovered from as after a
+      // crash: acks not yet group-committed are resent). So the planted
+      // failure comes once the acks are on disk: then no line may come twice.
+      await waitFor(() => everyIntentAcked(cfg.stateDir), 'the acknowledgements in the journal', 10_000);
       first.child.kill('SIGUSR2');
       const exit = await first.exited;
 
