@@ -140,6 +140,32 @@ export async function* streamEntries(file: string, skip = 0): AsyncGenerator<Ent
   }
 }
 
+/** The entries of the last `bytes` of a file, from its first whole line there. Nothing when the file does not exist. */
+export async function* tailEntries(file: string, bytes: number): AsyncGenerator<Entry> {
+  let fh;
+  try {
+    fh = await fsp.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  // From the byte before the window: the first line read is then a part
+  // (dropped), or empty when the window begins a line.
+  const size = (await fh.stat()).size;
+  const start = Math.max(0, size - bytes - 1);
+  const lines = readline.createInterface({ input: fh.createReadStream({ encoding: 'utf8', start }), crlfDelay: Infinity });
+  try {
+    let first = start > 0;
+    for await (const line of lines) {
+      if (first) first = false;
+      else yield* parseLine(line);
+    }
+  } finally {
+    lines.close();
+    await fh.close().catch(() => undefined);
+  }
+}
+
 /** The entries of a dead-letter file that no replay has finished: a live file's all, a taken file's past those done (replay-progress.ts). */
 export async function* pendingEntries(file: string): AsyncGenerator<Entry> {
   yield* streamEntries(file, file.endsWith(REPLAYING_SUFFIX) ? await entriesDone(file) : 0);

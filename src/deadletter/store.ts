@@ -10,12 +10,20 @@
 // reported through `onDrop`, which is told whether the drop begins a
 // stretch of drops: the first since the store last took a record) and `add`
 // resolves 'dropped'.
+//
+// A crash after a record's fsync and before the state passes its line (the
+// journal's own fsync: tens of ms) reads the line again at the next start.
+// `open` remembers the records at the end of each live file (`RecentRecords`)
+// and `add` does not write one of them again: same Data Source, reason,
+// file, offset and line (for a too-long line the kept head; its `bytes` may
+// differ, the first record having been written before the line ended).
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { encodeRecord, liveFile, type DeadLetterReason, type DeadLetterRecord } from './files.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { DiskRoom } from '../queue/disk-room.js';
+import { RecentRecords } from './recent.js';
 
 export type { DeadLetterReason, DeadLetterRecord } from './files.js';
 
@@ -69,6 +77,8 @@ export class DeadLetterStore implements LongLived {
   private dropping = false;
   /** The disk queue's reserve of the volume is not written into (queue/disk-room.ts): a full disk (ENOSPC) short of it. */
   private disk: DiskRoom | null = null;
+  /** The records at the end of the live files at open (see the head of this file). */
+  private recent = new RecentRecords();
 
   constructor(
     private readonly dir: string,
@@ -81,6 +91,7 @@ export class DeadLetterStore implements LongLived {
     await fsp.mkdir(this.dir, { recursive: true });
     this.totalBytes = await this.bytesOnDisk();
     this.disk = await DiskRoom.open(this.dir);
+    this.recent = await RecentRecords.read(this.dir);
   }
 
   /**
@@ -91,6 +102,8 @@ export class DeadLetterStore implements LongLived {
    * recount: never too few). Returns the bytes now counted.
    */
   async recount(): Promise<number> {
+    // The files changed: what open remembered may be gone.
+    this.recent = new RecentRecords();
     this.addedSinceRecount = 0;
     await this.flush();
     const onDisk = await this.bytesOnDisk();
@@ -122,7 +135,9 @@ export class DeadLetterStore implements LongLived {
   }
 
   add(input: DeadLetterInput): Promise<'stored' | 'dropped'> {
-    const text = `${encodeRecord(toRecord(input, this.now()))}\n`;
+    const rec = toRecord(input, this.now());
+    if (this.recent.take(rec)) return Promise.resolve('stored');
+    const text = `${encodeRecord(rec)}\n`;
     const size = Buffer.byteLength(text);
     if (this.totalBytes + size > this.maxBytes) {
       this.onDrop(input, !this.dropping);

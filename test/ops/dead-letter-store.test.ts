@@ -58,6 +58,59 @@ describe('DeadLetterStore', () => {
   });
 });
 
+describe('DeadLetterStore across a restart', () => {
+  const at = new Date('2026-11-24T00:00:00Z');
+  const input = (over: Partial<DeadLetterInput> = {}): DeadLetterInput => ({ datasource: 'ev', reason: 'invalid_json', file: '/spool/ev/a.ndjson', offset: 100, bytes: 8, status: null, line: Buffer.from('not json'), ...over });
+  async function reopened(dir: string): Promise<DeadLetterStore> {
+    const store = new DeadLetterStore(dir, 1e9, () => at, () => undefined);
+    await store.open();
+    return store;
+  }
+  const records = async (dir: string) => (await readFile(path.join(dir, 'ev.ndjson'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { file: string | null; offset: number | null; line: string });
+
+  it('does not write again a record it holds at its end: the same line at the same place once; another line, place, file or a record without a place is written', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
+    try {
+      const first = await reopened(dir);
+      await first.add(input());
+      await first.add(input({ file: null, offset: null }));
+      const second = await reopened(dir);
+      expect(await second.add(input())).toBe('stored');
+      // Matched once: a third copy is a line read a third time in this run, written.
+      await second.add(input());
+      await second.add(input({ offset: 200 }));
+      await second.add(input({ line: Buffer.from('not json!'), bytes: 9 }));
+      await second.add(input({ file: '/spool/ev/b.ndjson' }));
+      await second.add(input({ file: null, offset: null }));
+      expect((await records(dir)).map((r) => `${r.file}@${r.offset} ${r.line}`)).toEqual([
+        '/spool/ev/a.ndjson@100 not json',
+        'null@null not json',
+        '/spool/ev/a.ndjson@100 not json',
+        '/spool/ev/a.ndjson@200 not json',
+        '/spool/ev/a.ndjson@100 not json!',
+        '/spool/ev/b.ndjson@100 not json',
+        'null@null not json',
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('forgets what it held once a replay or purge recounts it (the records may be gone)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
+    try {
+      await (await reopened(dir)).add(input());
+      const second = await reopened(dir);
+      await rm(path.join(dir, 'ev.ndjson'));
+      await second.recount();
+      await second.add(input());
+      expect(await records(dir)).toHaveLength(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('DeadLetterStore on a small volume (real tmpfs)', () => {
   it("leaves the disk queue's reserve free: dead letters meet a full disk (ENOSPC, the disk_full state) before the volume is full", async () => {
     const root = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));

@@ -1,0 +1,90 @@
+// A reader dead letter is written (fsync'd) before the file's state passes
+// the line; a crash between the two (a kill -9 10-60 ms after the record,
+// the journal's fsync) read the line again at the next start and wrote a
+// second record of it. The state as that crash leaves it: the dead-letter
+// records on disk, the state without them (here: no state at all, so the
+// whole file is read again). The store recognises its own recent records.
+import { existsSync, readFileSync } from 'node:fs';
+import { appendFile, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFor, jsonLines, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
+
+interface Letter {
+  reason: string;
+  file: string;
+  offset: number;
+  bytes: number;
+  line: string;
+}
+
+function letters(dir: string): Letter[] {
+  const f = path.join(dir, 'state', 'dead-letter', 'ev.ndjson');
+  if (!existsSync(f)) return [];
+  return readFileSync(f, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Letter);
+}
+
+/** Everything in state_dir but the dead letters: the next start reads every file again from its start. */
+async function loseStateButDeadLetters(dir: string): Promise<void> {
+  const state = path.join(dir, 'state');
+  for (const name of await readdir(state)) if (name !== 'dead-letter') await rm(path.join(state, name), { recursive: true, force: true });
+}
+
+describe('dead letters across a crash between the record and the state', () => {
+  it('a line read again at the next start is not written to the dead letters twice (invalid_json, line_too_long)', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu, { validate: 'json', spool: { max_line_bytes: 2000 } });
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    const good = [...jsonLines('a', 0, 20), ...jsonLines('a', 20, 20)];
+    await writeLines(file, [...jsonLines('a', 0, 20), 'not json', 'y'.repeat(3000), ...jsonLines('a', 20, 20)]);
+    const first = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', good, 'the good lines');
+    await waitFor(() => letters(dir).length === 2, 'both dead letters');
+    await first.stop();
+    const before = letters(dir);
+    expect(before.map((l) => l.reason)).toEqual(['invalid_json', 'line_too_long']);
+
+    await loseStateButDeadLetters(dir);
+    const newLineAt = (await stat(file)).size;
+    await appendFile(file, 'also not json\n');
+    const second = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', good, 'the good lines again', { duplicates: 'allow' });
+    // The new bad line after the old ones: once it is stored, the old ones were read again.
+    await waitFor(() => letters(dir).length >= 3, 'the new dead letter');
+    await second.stop();
+    const after = letters(dir);
+    expect(after.map(({ reason, offset, line }) => ({ reason, offset, line: line.slice(0, 20) }))).toEqual([
+      ...before.map(({ reason, offset, line }) => ({ reason, offset, line: line.slice(0, 20) })),
+      { reason: 'invalid_json', offset: newLineAt, line: 'also not json' },
+    ]);
+  });
+
+  it('a too-long line lettered before its end, then read again whole at the next start, keeps its one record', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const config = configFor(dir, emu, { validate: 'json', spool: { max_line_bytes: 2000 } });
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, jsonLines('a', 0, 10));
+    await appendFile(file, 'x'.repeat(5000));
+    const first = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the lines before it');
+    await waitFor(() => letters(dir).length === 1, 'its record while the line is unfinished');
+    await first.stop();
+    expect(letters(dir).map(({ reason, bytes }) => ({ reason, bytes }))).toEqual([{ reason: 'line_too_long', bytes: 5000 }]);
+
+    await loseStateButDeadLetters(dir);
+    await appendFile(file, `${'x'.repeat(1000)}\n${jsonLines('a', 10, 10).join('\n')}\nnot json either\n`);
+    const second = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 20), 'the lines after it', { duplicates: 'allow' });
+    await waitFor(() => letters(dir).some((l) => l.line === 'not json either'), 'the next dead letter');
+    await second.stop();
+    expect(letters(dir).map(({ reason, bytes }) => ({ reason, bytes }))).toEqual([
+      { reason: 'line_too_long', bytes: 5000 },
+      { reason: 'invalid_json', bytes: 15 },
+    ]);
+  });
+});
