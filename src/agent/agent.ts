@@ -154,6 +154,8 @@ export class Agent {
   private readonly parts = new StartedParts();
   /** Every part is built: /readyz and /status may read them. */
   private started = false;
+  /** start_at: end: the start waits for the first scan (init), not ready meanwhile. */
+  private firstScanPending = false;
   /** The start waits out a full or read-only state_dir (state-wait.ts). */
   private startFault: StateFault = null;
 
@@ -262,6 +264,14 @@ export class Agent {
       await this.startControl();
       this.spooler.start();
       parts.add('spooler', this.spooler);
+      // start_at: end takes each file's end in the first scan: `started`, and
+      // /readyz ready, come after it, so a line written once the agent says
+      // it has started is shipped (docs/spool.md).
+      if (this.spooler.startsAtEnd) {
+        this.firstScanPending = true;
+        await this.spooler.firstScanEnded;
+        this.firstScanPending = false;
+      }
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', partOf(() => this.stopTimers()));
       this.dirWatch!.start((loss) => this.fatal(new StateDirLostError(loss)));
@@ -552,7 +562,7 @@ export class Agent {
 
   /** /readyz: until the parts are built (the address is taken before the state), not ready: starting, or the state_dir's fault. */
   private readyz(): Readiness {
-    if (this.started) return this.readiness();
+    if (this.started && !this.firstScanPending) return this.readiness();
     const faults = this.startFault ? [this.startFault] : (this.acker?.faults ?? []);
     return { ready: false, reasons: faults.length > 0 ? faults : ['starting'] };
   }

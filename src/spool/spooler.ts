@@ -56,6 +56,9 @@ export class Spooler implements LongLived, SeenNow {
   private readingStopped = false;
   /** The read round under way. */
   private reading: Promise<boolean> | null = null;
+  /** Resolves once the first scan has ended, or the spooler has stopped. */
+  readonly firstScanEnded: Promise<void>;
+  private endFirstScan!: () => void;
   /** Clock time at the end of the last scan, and how long it took. */
   private lastScanEndAt = 0;
   private lastScanMs = 0;
@@ -66,15 +69,23 @@ export class Spooler implements LongLived, SeenNow {
     const known = new KnownFiles(o.store);
     this.discovery = new Discovery(o, this.tailers, known, new Rotation(o, this.tailers, known));
     this.reader = new ReadLoop(o, this.tailers);
+    this.firstScanEnded = new Promise((resolve) => (this.endFirstScan = resolve));
+  }
+
+  /** start_at: end in this run: the first scan takes each file's end (the agent says it started after it). */
+  get startsAtEnd(): boolean {
+    return this.o.startAt === 'end';
   }
 
   start(): void {
     this.stopRescan = every(this.o.clock, this.o.rescanMs, () => this.safetyPoke());
     // An unexpected failure is the agent's fatal error, not an unhandled rejection.
-    this.loop = this.run().catch((err: unknown) => {
-      if (!this.o.onFatal) throw err;
-      this.o.onFatal(err);
-    });
+    this.loop = this.run()
+      .catch((err: unknown) => {
+        if (!this.o.onFatal) throw err;
+        this.o.onFatal(err);
+      })
+      .finally(() => this.endFirstScan());
   }
 
   /**
@@ -253,7 +264,10 @@ export class Spooler implements LongLived, SeenNow {
         this.lastScanEndAt = clock.now();
         this.lastScanMs = this.lastScanEndAt - began - reading;
         this.nextScanAt = this.lastScanEndAt + SCAN_GAP_FACTOR * this.lastScanMs;
-        if (first) void this.startWatching().catch(() => undefined);
+        if (first) {
+          this.endFirstScan();
+          void this.startWatching().catch(() => undefined);
+        }
       }
       // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
       // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).
