@@ -87,7 +87,11 @@ export class Rotation {
    * copytruncate: lines written after our last read and before the
    * truncation are gone. Inode reuse (delete, then create): a new file
    * under an old inode. Either way: start again at 0 as a new generation,
-   * so ranges of the old content are never confused with the new.
+   * so ranges of the old content are never confused with the new. The new
+   * generation's record goes to disk before it is told, as a new file's
+   * (discovery.ts told): a kill -9 just after, then a rename out of the
+   * patterns while the agent is down, found only the old generation's first
+   * bytes, and the file was not ours.
    */
   async restart(t: FileTailer, size: number, why: 'truncated' | 'replaced'): Promise<void> {
     const gen = t.gen + 1;
@@ -99,6 +103,7 @@ export class Rotation {
     this.known.note(key, t.dev, t.ino);
     t.resetTo(0, key, gen);
     this.tailers.add(t);
+    await this.o.persist?.();
     if (why === 'truncated') this.o.events.onTruncated(t.ds, t.path);
     else this.o.events.onDiscovered(t.ds, t.path);
   }

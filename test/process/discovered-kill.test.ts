@@ -32,4 +32,27 @@ describe('a discovered file across a kill -9 (process)', () => {
     await waitForDelivery(t, 'ev', PREFIX, 26, 'every line of the renamed file', { duplicates: 'allow' });
     expect(errorsIn(agent)).toEqual([]);
   });
+
+  it('killed at once after file_truncated (copytruncate), renamed away while down: the next start ships what was written since', async () => {
+    const dir = await tempDir();
+    const t = await startEmu(dir);
+    const paths = await writeConfig(dir, t, { spool: { idle_ms: 10_000 } });
+    const file = path.join(paths.spoolDir, 'ev', 'app.ndjson');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, lines(PREFIX, 0, 10));
+    let agent = spawnAgent(paths.configFile);
+    await agent.started;
+    await waitForDelivery(t, 'ev', PREFIX, 10, 'the lines before the truncation');
+    // copytruncate: the file emptied, the writer goes on at offset 0 (other first bytes: a new generation of the inode).
+    writeFileSync(file, lines(PREFIX, 10, 1));
+    await waitFor(() => agent.logs.some((l) => l.event === 'file_truncated' && l.file === file), 'the truncation seen', 30_000, 1);
+    await kill9(agent);
+    appendFileSync(file, lines(PREFIX, 11, 20));
+    renameSync(file, `${file}.1`);
+    appendFileSync(`${file}.1`, lines(PREFIX, 31, 5));
+    agent = spawnAgent(paths.configFile);
+    await agent.started;
+    await waitForDelivery(t, 'ev', PREFIX, 36, 'every line written since the truncation', { duplicates: 'allow' });
+    expect(errorsIn(agent)).toEqual([]);
+  });
 });
