@@ -242,7 +242,8 @@ export class FileTailer extends FollowedFile implements TrackedFileRef {
   /** The long line file[carryStart, end) is complete (file[end - 1] is its newline): hand it over, read again from the file. */
   private async finishLong(fh: FileHandle, end: number, batcher: Batcher): Promise<void> {
     const start = this.carryStart;
-    if (this.skipping) {
+    // A line lettered before a restart stays lettered under a raised max_line_bytes.
+    if (this.skipping || this.#lettered === start) {
       let content = end - start - 1;
       const lettered = this.#lettered === start;
       const [head, cr] = await Promise.all([lettered ? null : readAt(fh, start, Math.min(this.maxLineBytes, content)), content > 0 ? readAt(fh, end - 2, 1) : null]);
@@ -262,7 +263,7 @@ export class FileTailer extends FollowedFile implements TrackedFileRef {
     const start = this.carryStart;
     const len = this.carriedBytes;
     if (len === 0) return;
-    if (this.skipping) {
+    if (this.skipping || this.#lettered === start) {
       const head = this.#lettered === start ? null : this.fh ? await readAt(this.fh, start, Math.min(this.maxLineBytes, len)) : Buffer.alloc(0);
       batcher.tooLong(this, head, len, start, start + len);
     } else {

@@ -4,11 +4,13 @@
 // second record of it. The state as that crash leaves it: the dead-letter
 // records on disk, the state without them (here: no state at all, so the
 // whole file is read again). The store recognises its own recent records.
+// And a too-long line lettered before its end stays a dead letter when the
+// next start's max_line_bytes would take it (it was sent as a row too).
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, jsonLines, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
+import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 interface Letter {
   reason: string;
@@ -33,7 +35,7 @@ async function loseStateButDeadLetters(dir: string): Promise<void> {
   for (const name of await readdir(state)) if (name !== 'dead-letter') await rm(path.join(state, name), { recursive: true, force: true });
 }
 
-describe('dead letters across a crash between the record and the state', () => {
+describe('reader dead letters across a restart', () => {
   it('a line read again at the next start is not written to the dead letters twice (invalid_json, line_too_long)', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
@@ -86,5 +88,26 @@ describe('dead letters across a crash between the record and the state', () => {
       { reason: 'line_too_long', bytes: 5000 },
       { reason: 'invalid_json', bytes: 15 },
     ]);
+  });
+
+  it('a too-long line lettered before its end stays a dead letter when max_line_bytes is raised before its end (its newline past the first read)', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, jsonLines('a', 0, 10));
+    // A JSON object once it ends: sent as a row, were it sent.
+    await appendFile(file, `{"big":"${'x'.repeat(5000)}`);
+    const first = await startAgent(configFor(dir, emu, { spool: { max_line_bytes: 2000 } }));
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the lines before it');
+    await waitFor(() => letters(dir).length === 1, 'its record while the line is unfinished');
+    await first.stop();
+
+    // Ended past the next start's first read (1 MiB), under the new limit.
+    await appendFile(file, `${'x'.repeat(1_500_000)}"}\n${jsonLines('a', 10, 10).join('\n')}\n`);
+    const second = await startAgent(configFor(dir, emu, { spool: { max_line_bytes: 10_000_000 } }));
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 20), 'the lines after it');
+    await second.stop();
+    expect(rows(emu, dir, 'ev')).toEqual(jsonLines('a', 0, 20));
+    expect(letters(dir).map(({ reason, offset, bytes }) => ({ reason, offset, bytes }))).toEqual([{ reason: 'line_too_long', offset: letters(dir)[0]!.offset, bytes: 5008 }]);
   });
 });
