@@ -16,6 +16,7 @@ import { crc32Impl } from '../util/crc32.js';
 import { compressionThreads, currentThreadpoolSize, threadpoolReport, type CpuProbe } from '../codec/threads.js';
 import { StateDirLostError, StateLayoutError } from '../errors.js';
 import { DestroyedError } from '../util/lifecycle.js';
+import { crashWindowOf } from '../deadletter/recent.js';
 import { DeadLetterStore, deadLetterDir } from '../deadletter/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
@@ -264,17 +265,18 @@ export class Agent {
       await this.startControl();
       this.spooler.start();
       parts.add('spooler', this.spooler);
-      // start_at: end takes each file's end in the first scan: `started`, and
-      // /readyz ready, come after it, so a line written once the agent says
-      // it has started is shipped (docs/spool.md).
-      if (this.spooler.startsAtEnd) {
-        this.firstScanPending = true;
-        await this.spooler.firstScanEnded;
-        this.firstScanPending = false;
-      }
       this.stopTick = every(this.clock, this.linger.tickMs, () => this.tick());
       parts.add('timers', partOf(() => this.stopTimers()));
       this.dirWatch!.start((loss) => this.fatal(new StateDirLostError(loss)));
+      // start_at: end takes each file's end in the first scan: `started`, and
+      // /readyz ready, come after it, so a line written once the agent says
+      // it has started is shipped (docs/spool.md). A stop meanwhile ends the
+      // wait (then the stop's own drain and state write).
+      if (this.spooler.startsAtEnd) {
+        this.firstScanPending = true;
+        await untilEither(this.spooler.firstScanEnded, deps.startSignal);
+        this.firstScanPending = false;
+      }
       const pool = threadpoolReport(this.threads, process.env);
       if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
       deps.log.info(
@@ -327,7 +329,8 @@ export class Agent {
     this.parts.add('acker', this.acker);
     reportRecovery(this.store.recovery, c.state_dir, log);
     this.deadLetters = new DeadLetterStore(deadLetterDir(c.state_dir), c.dead_letter.max_bytes, () => new Date(clock.now()), deadLetterDropped(metrics, log, c.dead_letter.max_bytes));
-    await this.deadLetters.open();
+    // The state's crash window: a line it had not passed is read again, and its record is not written twice.
+    await this.deadLetters.open(crashWindowOf(this.store));
     this.parts.add('dead-letter store', this.deadLetters);
     this.queue = await RetryQueue.open(
       path.join(c.state_dir, 'queue'),
@@ -688,4 +691,18 @@ export class Agent {
       },
     };
   }
+}
+
+/** Resolves when `p` does, or when `signal` aborts. */
+function untilEither(p: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void p.then(done);
+  });
 }

@@ -13,17 +13,18 @@
 //
 // A crash after a record's fsync and before the state passes its line (the
 // journal's own fsync: tens of ms) reads the line again at the next start.
-// `open` remembers the records at the end of each live file (`RecentRecords`)
-// and `add` does not write one of them again: same Data Source, reason,
-// file, offset and line (for a too-long line the kept head; its `bytes` may
-// differ, the first record having been written before the line ended).
+// `open` remembers the records of that window at the end of each live file
+// (recent.ts) and `add` does not write one of them again: same Data Source,
+// reason, file identity (`file_key`: device, inode, generation), offset
+// and line (for a too-long line the kept head; its `bytes` may differ, the
+// first record having been written before the line ended).
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { encodeRecord, liveFile, type DeadLetterReason, type DeadLetterRecord } from './files.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { DiskRoom } from '../queue/disk-room.js';
-import { RecentRecords } from './recent.js';
+import { RecentRecords, type CrashWindow } from './recent.js';
 
 export type { DeadLetterReason, DeadLetterRecord } from './files.js';
 
@@ -36,6 +37,8 @@ export interface DeadLetterInput {
   bytes: number;
   status: number | null;
   line: Buffer;
+  /** The spool file's identity (state key) for a line the reader rejected: kept as `file_key` (recent.ts). */
+  fileKey?: string;
 }
 
 export function toRecord(input: DeadLetterInput, at: Date): DeadLetterRecord {
@@ -48,6 +51,7 @@ export function toRecord(input: DeadLetterInput, at: Date): DeadLetterRecord {
     at: at.toISOString(),
     status: input.status,
   };
+  if (input.fileKey !== undefined) rec.file_key = input.fileKey;
   if (isUtf8(input.line)) rec.line = input.line.toString('utf8');
   else rec.line_base64 = input.line.toString('base64');
   return rec;
@@ -87,11 +91,12 @@ export class DeadLetterStore implements LongLived {
     private readonly onDrop: (input: DeadLetterInput, firstOfStretch: boolean) => void,
   ) {}
 
-  async open(): Promise<void> {
+  /** `window`: the state's, when lines the reader rejected may be read again (the agent); without it nothing is remembered. */
+  async open(window?: CrashWindow): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
     this.totalBytes = await this.bytesOnDisk();
     this.disk = await DiskRoom.open(this.dir);
-    this.recent = await RecentRecords.read(this.dir);
+    if (window) this.recent = await RecentRecords.read(this.dir, window);
   }
 
   /**

@@ -27,7 +27,7 @@ export class ReaderLetters {
     const before = this.lettering.get(key);
     const task = (async () => {
       if (input) {
-        const r = await this.writes.retryStateWrite(() => this.deadLetters.add(input));
+        const r = await this.writes.retryStateWrite(() => this.deadLetters.add({ ...input, fileKey: key }));
         if (r === 'stored') {
           this.metrics.linesDeadLettered.inc({ datasource: input.datasource, reason: input.reason });
           onStored?.();

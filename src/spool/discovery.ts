@@ -16,6 +16,7 @@ import type { KnownFiles } from './known-files.js';
 import { checkLayout } from './layout.js';
 import type { DiscoveryOptions } from './options.js';
 import { atPath, type Rotation } from './rotation.js';
+import { FD_BUDGET } from './read-loop.js';
 import { FileTailer } from './tailer.js';
 import type { Tailers } from './tailers.js';
 import { listFiles } from './walk.js';
@@ -36,6 +37,8 @@ export const SCAN_SLICE = 1024;
 export class Discovery {
   /** True until the first scan has ended (start_at, files verified at start-up, files to adopt). */
   firstScan = true;
+  /** Descriptors held, counted at the scan's start and as addNew takes them. */
+  private openFds = 0;
   /** Directories whose last listing failed (reported once per streak). */
   private failing = new Set<string>();
   /**
@@ -44,8 +47,8 @@ export class Discovery {
    * Pruned to the paths each scan lists, so bounded by the spool.
    */
   private unreadable = new Set<string>();
-  /** New files of the slice, told once their state records are on disk (told()). */
-  private discovered: Array<{ ds: string; p: string }> = [];
+  /** New files and new generations (truncated, replaced) of the slice, told once their state records are on disk (told()). */
+  private tells: Array<() => void> = [];
 
   constructor(
     private readonly o: DiscoveryOptions,
@@ -89,6 +92,7 @@ export class Discovery {
     // classify every path of the slice, then apply the findings one after
     // another in path order.
     const sliceLen = this.o.scanSlice ?? SCAN_SLICE;
+    this.openFds = this.tailers.openDescriptors;
     for (let from = 0; from < candidates.length; from += sliceLen) {
       const slice = candidates.slice(from, from + sliceLen);
       const ctx = this.context();
@@ -129,7 +133,7 @@ export class Discovery {
       case 'resumed':
         return this.resume(f);
       case 'new':
-        return this.addNew(f);
+        return await this.addNew(f);
       case 'unreadable':
         if (!this.unreadable.has(f.p)) {
           this.unreadable.add(f.p);
@@ -190,8 +194,8 @@ export class Discovery {
     // are a truncation written past the old offset (copytruncate), not a new file.
     const held = t.fh !== null;
     // Shorter than read, or a read found the bytes before its offset changed (truncated and written past it since).
-    if (st.size < t.readOffset || t.changedUnder) await this.rotation.restart(t, st.size, 'truncated');
-    else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) await this.rotation.restart(t, st.size, held ? 'truncated' : 'replaced');
+    if (st.size < t.readOffset || t.changedUnder) this.tells.push(await this.rotation.restart(t, st.size, 'truncated'));
+    else if (changed && !(await this.rotation.startsAsKnown(t, st.size))) this.tells.push(await this.rotation.restart(t, st.size, held ? 'truncated' : 'replaced'));
     else if (st.size > t.readOffset && !t.fh) await t.ensureOpen();
     t.sawStat(st);
   }
@@ -207,8 +211,14 @@ export class Discovery {
     return m.key;
   }
 
-  /** A new file (or a new generation of a known inode): tracked from 0, or from its end with start_at: end in the first scan. */
-  private addNew(f: Extract<PathFinding, { kind: 'new' }>): string {
+  /**
+   * A new file (or a new generation of a known inode): tracked from 0, or
+   * from its end with start_at: end in the first scan. Its descriptor is
+   * taken now (within the reader's FD_BUDGET): deleted by its writer before
+   * the reader comes to it (a backlog, slow answers; logrotate's rotate 0),
+   * it is read through it.
+   */
+  private async addNew(f: Extract<PathFinding, { kind: 'new' }>): Promise<string> {
     const { p, ds, st, gen, head } = f;
     const { dev, ino, size } = st;
     this.noteReadable(p, ds);
@@ -220,7 +230,8 @@ export class Discovery {
     const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
     t.sawStat(st, true, head.mtimeMs);
     this.tailers.add(t);
-    this.discovered.push({ ds, p });
+    if (size > start && this.openFds < FD_BUDGET && (await t.ensureOpen())) this.openFds++;
+    this.tells.push(() => this.o.events.onDiscovered(ds, p));
     return key;
   }
 
@@ -232,10 +243,10 @@ export class Discovery {
    * `file_discovered` lost the whole file.
    */
   private async told(): Promise<void> {
-    if (this.discovered.length === 0) return;
-    const news = this.discovered.splice(0);
+    if (this.tells.length === 0) return;
+    const tells = this.tells.splice(0);
     await this.o.persist?.();
-    for (const { ds, p } of news) this.o.events.onDiscovered(ds, p);
+    for (const tell of tells) tell();
   }
 
   private noteReadable(p: string, ds: string): void {

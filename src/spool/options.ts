@@ -84,7 +84,7 @@ export type DiscoveryOptions = Pick<SpoolerOptions, 'router' | 'admission' | 'st
 };
 
 /** What following renames, truncations and departures uses (rotation.ts). */
-export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock' | 'persist'> & {
+export type RotationOptions = Pick<SpoolerOptions, 'router' | 'store' | 'clock'> & {
   events: Pick<SpoolerEvents, 'onDiscovered' | 'onTruncated'>;
 };
 

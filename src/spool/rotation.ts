@@ -87,13 +87,13 @@ export class Rotation {
    * copytruncate: lines written after our last read and before the
    * truncation are gone. Inode reuse (delete, then create): a new file
    * under an old inode. Either way: start again at 0 as a new generation,
-   * so ranges of the old content are never confused with the new. The new
-   * generation's record goes to disk before it is told, as a new file's
-   * (discovery.ts told): a kill -9 just after, then a rename out of the
-   * patterns while the agent is down, found only the old generation's first
-   * bytes, and the file was not ours.
+   * so ranges of the old content are never confused with the new. Returns
+   * the telling of it, which the scan does once the new generation's record
+   * is on disk, as a new file's (discovery.ts told): a kill -9 just after,
+   * then a rename out of the patterns while the agent is down, found only
+   * the old generation's first bytes, and the file was not ours.
    */
-  async restart(t: FileTailer, size: number, why: 'truncated' | 'replaced'): Promise<void> {
+  async restart(t: FileTailer, size: number, why: 'truncated' | 'replaced'): Promise<() => void> {
     const gen = t.gen + 1;
     const key = fileKey(t.dev, t.ino, gen);
     this.tailers.remove(t);
@@ -103,9 +103,8 @@ export class Rotation {
     this.known.note(key, t.dev, t.ino);
     t.resetTo(0, key, gen);
     this.tailers.add(t);
-    await this.o.persist?.();
-    if (why === 'truncated') this.o.events.onTruncated(t.ds, t.path);
-    else this.o.events.onDiscovered(t.ds, t.path);
+    const { ds, path: p } = t;
+    return why === 'truncated' ? () => this.o.events.onTruncated(ds, p) : () => this.o.events.onDiscovered(ds, p);
   }
 
   /**

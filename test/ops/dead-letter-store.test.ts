@@ -1,8 +1,9 @@
 import { statfsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { crashWindowOf } from '../../src/deadletter/recent.js';
 import { DeadLetterStore, type DeadLetterInput } from '../../src/deadletter/store.js';
 import type { Logger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
@@ -60,37 +61,67 @@ describe('DeadLetterStore', () => {
 
 describe('DeadLetterStore across a restart', () => {
   const at = new Date('2026-11-24T00:00:00Z');
-  const input = (over: Partial<DeadLetterInput> = {}): DeadLetterInput => ({ datasource: 'ev', reason: 'invalid_json', file: '/spool/ev/a.ndjson', offset: 100, bytes: 8, status: null, line: Buffer.from('not json'), ...over });
-  async function reopened(dir: string): Promise<DeadLetterStore> {
+  const input = (over: Partial<DeadLetterInput> = {}): DeadLetterInput => ({ datasource: 'ev', reason: 'invalid_json', file: '/spool/ev/a.ndjson', offset: 100, bytes: 8, status: null, line: Buffer.from('not json'), fileKey: '1:2:0', ...over });
+  /** A state as crashWindowOf reads it: each file's progress (one object for the file's life) and its committed offset. */
+  const state = (files: Record<string, number>) => {
+    const progress = new Map(Object.entries(files).map(([k, committed]) => [k, { committed }]));
+    return { progress, file: (k: string) => progress.get(k) };
+  };
+  async function reopened(dir: string, st = state({ '1:2:0': 0, '1:3:0': 0 })): Promise<DeadLetterStore> {
     const store = new DeadLetterStore(dir, 1e9, () => at, () => undefined);
-    await store.open();
+    await store.open(crashWindowOf(st));
     return store;
   }
-  const records = async (dir: string) => (await readFile(path.join(dir, 'ev.ndjson'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { file: string | null; offset: number | null; line: string });
+  const records = async (dir: string) => (await readFile(path.join(dir, 'ev.ndjson'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { file_key?: string; offset: number | null; line: string });
+  const shown = async (dir: string) => (await records(dir)).map((r) => `${r.file_key ?? '-'}@${r.offset} ${r.line}`);
 
-  it('does not write again a record it holds at its end: the same line at the same place once; another line, place, file or a record without a place is written', async () => {
+  it('does not write again a record it holds at its end: the same line of the same file at the same place once; another line, place or file, or a record without one, is written', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
     try {
       const first = await reopened(dir);
       await first.add(input());
-      await first.add(input({ file: null, offset: null }));
+      await first.add(input({ file: null, offset: null, fileKey: undefined }));
       const second = await reopened(dir);
       expect(await second.add(input())).toBe('stored');
       // Matched once: a third copy is a line read a third time in this run, written.
       await second.add(input());
       await second.add(input({ offset: 200 }));
       await second.add(input({ line: Buffer.from('not json!'), bytes: 9 }));
-      await second.add(input({ file: '/spool/ev/b.ndjson' }));
-      await second.add(input({ file: null, offset: null }));
-      expect((await records(dir)).map((r) => `${r.file}@${r.offset} ${r.line}`)).toEqual([
-        '/spool/ev/a.ndjson@100 not json',
-        'null@null not json',
-        '/spool/ev/a.ndjson@100 not json',
-        '/spool/ev/a.ndjson@200 not json',
-        '/spool/ev/a.ndjson@100 not json!',
-        '/spool/ev/b.ndjson@100 not json',
-        'null@null not json',
-      ]);
+      // The same path, another file (a new inode): written.
+      await second.add(input({ fileKey: '1:3:0' }));
+      await second.add(input({ file: null, offset: null, fileKey: undefined }));
+      expect(await shown(dir)).toEqual(['1:2:0@100 not json', '-@null not json', '1:2:0@100 not json', '1:2:0@200 not json', '1:2:0@100 not json!', '1:3:0@100 not json', '-@null not json']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('remembers only the crash window: a file the state knows, at or past its committed offset, and only while the state holds that same file', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
+    try {
+      const first = await reopened(dir);
+      for (const fileKey of ['1:2:0', '1:3:0', '1:4:0']) await first.add(input({ fileKey }));
+      // 1:2:0 passed the line already (committed 150); 1:4:0 unknown; 1:3:0 in the window, then forgotten and followed anew (a reused inode).
+      const st = state({ '1:2:0': 150, '1:3:0': 100 });
+      const second = await reopened(dir, st);
+      st.progress.set('1:3:0', { committed: 0 });
+      for (const fileKey of ['1:2:0', '1:3:0', '1:4:0']) await second.add(input({ fileKey }));
+      expect(await shown(dir)).toHaveLength(6);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('does not take a last record without its newline (torn by a crash) for a stored one', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-dls-'));
+    try {
+      await (await reopened(dir)).add(input());
+      const text = await readFile(path.join(dir, 'ev.ndjson'), 'utf8');
+      await writeFile(path.join(dir, 'ev.ndjson'), text.slice(0, -1));
+      const second = await reopened(dir);
+      await second.add(input());
+      // The torn one and the new one (glued to it: the fragment stays unreadable, never replayed as a copy).
+      expect((await readFile(path.join(dir, 'ev.ndjson'), 'utf8')).split('"offset":100').length - 1).toBe(2);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

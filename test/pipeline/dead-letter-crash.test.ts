@@ -2,12 +2,13 @@
 // the line; a crash between the two (a kill -9 10-60 ms after the record,
 // the journal's fsync) read the line again at the next start and wrote a
 // second record of it. The state as that crash leaves it: the dead-letter
-// records on disk, the state without them (here: no state at all, so the
-// whole file is read again). The store recognises its own recent records.
-// And a too-long line lettered before its end stays a dead letter when the
-// next start's max_line_bytes would take it (it was sent as a row too).
+// records on disk, the state from before the lines were read (a copy of
+// state_dir taken then, put back). The store recognises its own records of
+// that window. And a too-long line lettered before its end stays a dead
+// letter when the next start's max_line_bytes would take it (it was sent as
+// a row too).
 import { existsSync, readFileSync } from 'node:fs';
-import { appendFile, readdir, rm, stat } from 'node:fs/promises';
+import { appendFile, cp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
@@ -29,10 +30,18 @@ function letters(dir: string): Letter[] {
     .map((l) => JSON.parse(l) as Letter);
 }
 
-/** Everything in state_dir but the dead letters: the next start reads every file again from its start. */
-async function loseStateButDeadLetters(dir: string): Promise<void> {
+/** A copy of state_dir as it is now (the agent stopped), but the dead letters and the lock. */
+async function snapshotState(dir: string): Promise<string> {
+  const snap = path.join(dir, 'state-snapshot');
+  await cp(path.join(dir, 'state'), snap, { recursive: true, filter: (src) => !/[/\\](dead-letter|lock)/.test(path.relative(dir, src).slice('state'.length)) });
+  return snap;
+}
+
+/** state_dir as the snapshot has it, with the dead letters written since: a crash after their records, before the state passed their lines. */
+async function crashedAfterTheRecords(dir: string, snap: string): Promise<void> {
   const state = path.join(dir, 'state');
   for (const name of await readdir(state)) if (name !== 'dead-letter') await rm(path.join(state, name), { recursive: true, force: true });
+  await cp(snap, state, { recursive: true });
 }
 
 describe('reader dead letters across a restart', () => {
@@ -42,22 +51,27 @@ describe('reader dead letters across a restart', () => {
     const config = configFor(dir, emu, { validate: 'json', spool: { max_line_bytes: 2000 } });
     const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
     const good = [...jsonLines('a', 0, 20), ...jsonLines('a', 20, 20)];
-    await writeLines(file, [...jsonLines('a', 0, 20), 'not json', 'y'.repeat(3000), ...jsonLines('a', 20, 20)]);
+    await writeLines(file, jsonLines('a', 0, 20));
     const first = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 20), 'the first lines');
+    await first.stop();
+    const snap = await snapshotState(dir);
+    await writeLines(file, ['not json', 'y'.repeat(3000), ...jsonLines('a', 20, 20)]);
+    const second = await startAgent(config);
     await waitForRows(emu, dir, 'ev', good, 'the good lines');
     await waitFor(() => letters(dir).length === 2, 'both dead letters');
-    await first.stop();
+    await second.stop();
     const before = letters(dir);
     expect(before.map((l) => l.reason)).toEqual(['invalid_json', 'line_too_long']);
 
-    await loseStateButDeadLetters(dir);
+    await crashedAfterTheRecords(dir, snap);
     const newLineAt = (await stat(file)).size;
     await appendFile(file, 'also not json\n');
-    const second = await startAgent(config);
+    const third = await startAgent(config);
     await waitForRows(emu, dir, 'ev', good, 'the good lines again', { duplicates: 'allow' });
     // The new bad line after the old ones: once it is stored, the old ones were read again.
     await waitFor(() => letters(dir).length >= 3, 'the new dead letter');
-    await second.stop();
+    await third.stop();
     const after = letters(dir);
     expect(after.map(({ reason, offset, line }) => ({ reason, offset, line: line.slice(0, 20) }))).toEqual([
       ...before.map(({ reason, offset, line }) => ({ reason, offset, line: line.slice(0, 20) })),
@@ -71,19 +85,22 @@ describe('reader dead letters across a restart', () => {
     const config = configFor(dir, emu, { validate: 'json', spool: { max_line_bytes: 2000 } });
     const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
     await writeLines(file, jsonLines('a', 0, 10));
-    await appendFile(file, 'x'.repeat(5000));
     const first = await startAgent(config);
     await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the lines before it');
-    await waitFor(() => letters(dir).length === 1, 'its record while the line is unfinished');
     await first.stop();
+    const snap = await snapshotState(dir);
+    await appendFile(file, 'x'.repeat(5000));
+    const second = await startAgent(config);
+    await waitFor(() => letters(dir).length === 1, 'its record while the line is unfinished');
+    await second.stop();
     expect(letters(dir).map(({ reason, bytes }) => ({ reason, bytes }))).toEqual([{ reason: 'line_too_long', bytes: 5000 }]);
 
-    await loseStateButDeadLetters(dir);
+    await crashedAfterTheRecords(dir, snap);
     await appendFile(file, `${'x'.repeat(1000)}\n${jsonLines('a', 10, 10).join('\n')}\nnot json either\n`);
-    const second = await startAgent(config);
-    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 20), 'the lines after it', { duplicates: 'allow' });
+    const third = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 20), 'the lines after it');
     await waitFor(() => letters(dir).some((l) => l.line === 'not json either'), 'the next dead letter');
-    await second.stop();
+    await third.stop();
     expect(letters(dir).map(({ reason, bytes }) => ({ reason, bytes }))).toEqual([
       { reason: 'line_too_long', bytes: 5000 },
       { reason: 'invalid_json', bytes: 15 },
