@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: type-check and compile with tsc (into build/tsc/), then
 // bundle that output with esbuild into dist/: dist/cli.js plus chunks that
-// load only when their command runs (the emulator, chokidar, the Redis
+// load only when their command runs (the emulator, the Redis
 // limiter, ...).
 //
 // Why a bundle: on Node 20 the `run` command's ~300 modules took ~130 ms to

@@ -90,7 +90,7 @@ export async function latency() {
       `| p50 line-to-ack | ${f0(p50)} ms |\n| p99 line-to-ack | ${f0(p99)} ms |\n| max | ${f0(max)} ms |\n` +
       `| agent's mean batch ack latency (first line of batch) | ${f0(hist * 1000)} ms |\n| requests | ${f0(metric(text, 'spoolship_requests_total'))} |\n` +
       `| agent CPU at steady rate | ${f1((100 * steadyCpu) / opt.latencySeconds)} % of one core |\n| RSS at the end of the steady phase | ${f0(steadyRss)} MB |\n| peak RSS | ${f0(s.hwmMB)} MB |\n\n` +
-      `Line-to-ack = time the bench appended the line (10 ms ticks) to the first poll of the sink's stats (every ~20 ms) whose stored rows cover it (the sink answers 200 right after storing); includes discovery (chokidar) and polling granularity.\n`,
+      `Line-to-ack = time the bench appended the line (10 ms ticks) to the first poll of the sink's stats (every ~20 ms) whose stored rows cover it (the sink answers 200 right after storing); includes discovery (the directory watch) and polling granularity.\n`,
   );
   summary.push([`p99 line-to-ack <= linger_ms + 250 ms = ${LINGER_MS + 250} ms`, `${f0(p99)} ms`]);
   if (!opt.keep) rmSync(dir, { recursive: true, force: true });

@@ -70,7 +70,7 @@ export interface AgentDeps {
   rescanMs?: number;
   /** Paths a scan looks at before reading in between (tests: 1, so that reading interleaves with every scan). */
   scanSlice?: number;
-  /** Use chokidar (off in some tests, where the rescan alone drives discovery). */
+  /** Watch the spool's directories (spool/dir-watcher.ts; off in some tests, where the rescan alone drives discovery). */
   watch?: boolean;
   onFatal?: (err: unknown) => void;
   /** Told the number of files followed or tracked, on every tick (V8's heap growth follows it). */

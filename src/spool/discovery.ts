@@ -37,6 +37,8 @@ export const SCAN_SLICE = 1024;
 export class Discovery {
   /** True until the first scan has ended (start_at, files verified at start-up, files to adopt). */
   firstScan = true;
+  /** The directories the last scan listed (the directory watch follows them). */
+  listedDirs: readonly string[] = [];
   /** Descriptors held, counted at the scan's start and as addNew takes them. */
   private openFds = 0;
   /** Directories whose last listing failed (reported once per streak). */
@@ -67,6 +69,7 @@ export class Discovery {
     this.known.rebuild();
     if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
+    this.listedDirs = listed.dirs ?? [];
     const unlisted = this.noteFailures(listed.failed);
     const candidates: Candidate[] = [];
     const links: Candidate[] = [];

@@ -40,12 +40,19 @@ export class Rotation {
 
   /** A scan no longer found the file at any matching path: renamed out of the patterns, or deleted. */
   async detach(t: FileTailer): Promise<void> {
-    // An open descriptor still reads it; look for the inode in the same
-    // directory all the same (a rename within the patterns is no departure).
-    // Without a descriptor, also where logrotate's olddir puts it.
+    // An open descriptor names where it is (/proc/self/fd: one readlink),
+    // or that it was deleted (no links). Looking for the inode in the
+    // directory took a stat of every entry there: with the rotated files
+    // piling up (or 2,000 others beside them), each rotation's scan took
+    // long enough, and paced the next one far enough (spooler.ts), that a
+    // file created and renamed away in between was never seen (whole files
+    // lost). Without a descriptor, or where /proc is missing: the inode is
+    // looked for in the same directory (a rename within the patterns is no
+    // departure), then where logrotate's olddir puts it.
     const was = t.path;
-    let found = await this.findMoved(t, path.dirname(t.path));
-    if (!found && t.fh) found = await pathOfDescriptor(t);
+    let found = t.fh ? await pathOfDescriptor(t) : null;
+    const deleted = !found && t.fh !== null && (await t.fh.stat().catch(() => null))?.nlink === 0;
+    if (!found && !deleted) found = await this.findMoved(t, path.dirname(t.path));
     if (!found && !t.fh) for (const dir of await nearbyDirs(path.dirname(t.path))) if ((found = await this.findMoved(t, dir))) break;
     if (found && found !== t.path) {
       const stillMatched = this.o.router.route(found) === t.ds;

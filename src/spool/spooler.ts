@@ -1,15 +1,15 @@
 // The spool: discovery (discovery.ts, with rotation.ts) finds files and
 // follows them by identity; the read loop (read-loop.ts) reads them;
 // completion (completion.ts) forgets or deletes finished ones. This file
-// runs them: chokidar events and a periodic rescan only mark the spool
+// runs them: directory watch events and a periodic rescan only mark the spool
 // dirty (inotify drops events under load, NFS has none); one loop scans
 // when dirty and reads until there is nothing to read, then waits. All
 // timing is on the injected clock.
-import type { FSWatcher } from 'chokidar';
 import type { SeenNow, SeenStat } from '../state/store.js';
 import { after, every } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
 import { collectFinished } from './completion.js';
+import { DirWatcher } from './dir-watcher.js';
 import { Discovery } from './discovery.js';
 import { KnownFiles } from './known-files.js';
 import type { SpoolerOptions } from './options.js';
@@ -41,7 +41,7 @@ export class Spooler implements LongLived, SeenNow {
   private readonly unfound = new Map<string, number>();
   private readonly discovery: Discovery;
   private readonly reader: ReadLoop;
-  private watcher: FSWatcher | null = null;
+  private watcher: DirWatcher | null = null;
   private stopped = false;
   private wakeLoop: (() => void) | null = null;
   private dirty = true;
@@ -119,7 +119,7 @@ export class Spooler implements LongLived, SeenNow {
     this.stopped = true;
     this.stopRescan?.();
     this.wakeLoop?.();
-    await this.watcher?.close();
+    this.watcher?.close();
     await this.loop;
     await this.reader.close();
     for (const t of this.tailers.values()) {
@@ -214,26 +214,23 @@ export class Spooler implements LongLived, SeenNow {
   }
 
   /**
-   * Watch events only mark the spool dirty. Only directories are watched: a
-   * directory's watch reports every change of the files in it (inotify), and
-   * the scan works out what changed. Watching each file cost 76 MB and 0.65 s
-   * of set-up with 10,000 files; directories only, 25 MB and 0.15 s. The
-   * watcher starts after the first scan so its set-up does not delay the
-   * first read; the rescan covers the gap.
+   * Watch events only mark the spool dirty. Only directories are watched
+   * (dir-watcher.ts), those the last scan listed: a directory's watch
+   * reports every change of the files in it (inotify), and the scan works
+   * out what changed. Watching each file cost 76 MB and 0.65 s of set-up
+   * with 10,000 files; directories only, 25 MB and 0.15 s. The watch starts
+   * after the first scan so its set-up does not delay the first read; the
+   * rescan covers the gap, and a new directory until the scan that lists it.
    */
-  private async startWatching(): Promise<void> {
-    if (!this.o.watch || this.watcher || this.stopped) return;
-    const { default: chokidar } = await import('chokidar'); // loaded once the first scan is done
-    if (this.watcher || this.stopped) return;
-    const roots = [...new Set(this.o.router.walkRoots().map((r) => r.dir))];
-    this.watcher = chokidar.watch(roots, { ignoreInitial: true, depth: 2, persistent: true, ignored: (_p, st) => st?.isFile() ?? false });
-    const poke = () => this.poke();
-    this.watcher.on('raw', poke).on('addDir', poke).on('unlinkDir', poke).on('error', () => undefined);
+  private watchListed(): void {
+    if (!this.o.watch || this.stopped) return;
+    this.watcher ??= new DirWatcher(() => this.poke());
+    this.watcher.sync(this.discovery.listedDirs);
   }
 
   /** The periodic rescan (see SAFETY_SCAN_FACTOR). */
   private safetyPoke(): void {
-    if (this.watcher && this.o.clock.now() - this.lastScanEndAt < SAFETY_SCAN_FACTOR * this.lastScanMs) return;
+    if (this.watcher?.complete && this.o.clock.now() - this.lastScanEndAt < SAFETY_SCAN_FACTOR * this.lastScanMs) return;
     this.poke();
   }
 
@@ -264,10 +261,8 @@ export class Spooler implements LongLived, SeenNow {
         this.lastScanEndAt = clock.now();
         this.lastScanMs = this.lastScanEndAt - began - reading;
         this.nextScanAt = this.lastScanEndAt + SCAN_GAP_FACTOR * this.lastScanMs;
-        if (first) {
-          this.endFirstScan();
-          void this.startWatching().catch(() => undefined);
-        }
+        this.watchListed();
+        if (first) this.endFirstScan();
       }
       // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
       // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).

@@ -13,9 +13,9 @@ import { mapLimit } from '../util/concurrency.js';
  * other; spool.follow_symlinks decides whether its files are read).
  */
 export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>, readdir: typeof fsp.readdir = fsp.readdir): Promise<SpoolListing> {
-  const w: Walk = { out: new Set(), links: new Map(), failed: [], readdir };
+  const w: Walk = { out: new Set(), links: new Map(), failed: [], dirs: new Set(), readdir };
   for (const root of roots) await walk(w, path.normalize(root.dir), root.depth, null);
-  return { paths: [...w.out].sort(), links: w.links, failed: w.failed };
+  return { paths: [...w.out].sort(), links: w.links, failed: w.failed, dirs: [...w.dirs] };
 }
 
 export interface SpoolListing {
@@ -27,12 +27,15 @@ export interface SpoolListing {
    * not exist (ENOENT, ENOTDIR) is no failure: its files are gone.
    */
   failed: Array<{ dir: string; code: string }>;
+  /** The directories listed (the directory watch follows them: dir-watcher.ts). */
+  dirs: string[];
 }
 
 interface Walk {
   out: Set<string>;
   links: Map<string, string>;
   failed: SpoolListing['failed'];
+  dirs: Set<string>;
   readdir: typeof fsp.readdir;
 }
 
@@ -47,6 +50,7 @@ async function walk(w: Walk, dir: string, depth: number, viaLink: string | null)
     if (code !== 'ENOENT' && code !== 'ENOTDIR') w.failed.push({ dir, code });
     return;
   }
+  w.dirs.add(dir);
   // `dir` is normalized (a normalized root, then names): concatenating is
   // path.join without its normalizing garbage (10,000 paths per scan).
   const base = dir.endsWith(path.sep) ? dir : dir + path.sep;

@@ -116,6 +116,10 @@ describe('delivery', () => {
     await writeLines(path.join(dir, 'spool', 'other', 'c.ndjson'), jsonLines('y', 0, 2)); // a new directory too
     await waitForRows(emu, dir, 'ev', [...jsonLines('w', 0, n), ...jsonLines('x', 0, 3)], 'the new file noticed by the watch');
     await waitForRows(emu, dir, 'other', jsonLines('y', 0, 2), 'the new directory noticed by the watch');
+    // The new directory is watched too: an append and a new file there.
+    await writeLines(path.join(dir, 'spool', 'other', 'c.ndjson'), jsonLines('y', 2, 2));
+    await writeLines(path.join(dir, 'spool', 'other', 'd.ndjson'), jsonLines('z', 0, 2));
+    await waitForRows(emu, dir, 'other', [...jsonLines('y', 0, 4), ...jsonLines('z', 0, 2)], 'the new directory watched');
     await stop();
     expectExactlyOnce(rows(emu, dir, 'ev'), [...jsonLines('w', 0, n), ...jsonLines('x', 0, 3)]);
   });
