@@ -26,10 +26,13 @@ export class DirWatcher {
   /**
    * Watch exactly `dirs` (those the last scan listed): new ones are added,
    * those gone are let go. A directory that cannot be watched (gone,
-   * out of inotify watches) is tried again at the next sync.
+   * out of inotify watches) is tried again at the next sync. Returns the
+   * directories newly watched (a change there between the scan's listing
+   * and now was not seen).
    */
-  sync(dirs: readonly string[]): void {
-    if (this.closed) return;
+  sync(dirs: readonly string[]): number {
+    if (this.closed) return 0;
+    let added = 0;
     const want = new Set(dirs.slice(0, MAX_WATCHED_DIRS));
     this.wanted = dirs.length;
     for (const [dir, w] of this.watching) {
@@ -48,10 +51,12 @@ export class DirWatcher {
           this.onEvent();
         });
         this.watching.set(dir, w);
+        added++;
       } catch {
         // Gone since the listing, or no watch left: the rescan covers it.
       }
     }
+    return added;
   }
 
   /** Every directory of the last sync is watched: the periodic rescan is only the safety net. */

@@ -225,7 +225,8 @@ export class Spooler implements LongLived, SeenNow {
   private watchListed(): void {
     if (!this.o.watch || this.stopped) return;
     this.watcher ??= new DirWatcher(() => this.poke());
-    this.watcher.sync(this.discovery.listedDirs);
+    // A directory watched only now: what changed there since its listing is looked at once more.
+    if (this.watcher.sync(this.discovery.listedDirs) > 0) this.poke();
   }
 
   /** The periodic rescan (see SAFETY_SCAN_FACTOR). */
