@@ -15,6 +15,7 @@
 // does not match is unreadable (listed as such, never replayed). Version 1
 // lines (no `v`, no CRC) are read as they are.
 import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import zlib from 'node:zlib';
@@ -119,19 +120,24 @@ function parseLine(line: string): Entry[] {
   return [{ raw: line, rec: null }];
 }
 
+/** The file opened for reading; null when it does not exist. */
+async function openIfExists(file: string): Promise<FileHandle | null> {
+  try {
+    return await fsp.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 /**
  * The entries of a file one line at a time (replay and purge never hold a
  * whole file: a dead-letter file may reach dead_letter.max_bytes), past the
  * first `skip`. Nothing when the file does not exist.
  */
 export async function* streamEntries(file: string, skip = 0): AsyncGenerator<Entry> {
-  let fh;
-  try {
-    fh = await fsp.open(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
+  const fh = await openIfExists(file);
+  if (!fh) return;
   const lines = readline.createInterface({ input: fh.createReadStream({ encoding: 'utf8' }), crlfDelay: Infinity });
   try {
     let i = 0;
@@ -149,13 +155,8 @@ export async function* streamEntries(file: string, skip = 0): AsyncGenerator<Ent
  * exist.
  */
 export async function* tailEntries(file: string, bytes: number): AsyncGenerator<Entry> {
-  let fh;
-  try {
-    fh = await fsp.open(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
+  const fh = await openIfExists(file);
+  if (!fh) return;
   // From the byte before the window: the first line read is then a part
   // (dropped), or empty when the window begins a line.
   const size = (await fh.stat()).size;
