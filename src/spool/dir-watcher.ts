@@ -1,8 +1,9 @@
 // The spool's directory watch: one fs.watch (inotify) per directory the last
-// scan listed, whose events only mark the spool dirty (spooler.ts). An
-// inotify watch on a directory reports every change of the files in it
-// (created, written, renamed, deleted), which is all the scan needs to be
-// asked for.
+// scan listed, whose events mark the spool dirty (spooler.ts). An inotify
+// watch on a directory reports every change of the files in it (created,
+// written, renamed, deleted), which is all the scan needs to be asked for;
+// a name created or renamed into the directory (a `rename` event) is also
+// handed on, to be looked at before the next scan (discovery.ts lookAt).
 //
 // Why not chokidar: at each change event of a watched directory it listed
 // the directory again and lstat'd every entry, to work out its own add and
@@ -12,6 +13,7 @@
 // let a file created and renamed away in between go unseen (whole files
 // lost; bench/README.md).
 import { watch, type FSWatcher } from 'node:fs';
+import path from 'node:path';
 
 /** Directories watched at most; past it the periodic rescan is not relaxed (`complete`). */
 export const MAX_WATCHED_DIRS = 4096;
@@ -21,7 +23,8 @@ export class DirWatcher {
   private wanted = 0;
   private closed = false;
 
-  constructor(private readonly onEvent: () => void) {}
+  /** `arrived`: the path a `rename` event named (created, renamed in, or gone), else null. */
+  constructor(private readonly onEvent: (arrived: string | null) => void) {}
 
   /**
    * Watch exactly `dirs` (those the last scan listed): new ones are added,
@@ -44,11 +47,11 @@ export class DirWatcher {
     for (const dir of want) {
       if (this.watching.has(dir)) continue;
       try {
-        const w = watch(dir, { persistent: true }, () => this.onEvent());
+        const w = watch(dir, { persistent: true }, (type, name) => this.onEvent(type === 'rename' && name ? path.join(dir, name) : null));
         w.on('error', () => {
           w.close();
           if (this.watching.get(dir) === w) this.watching.delete(dir);
-          this.onEvent();
+          this.onEvent(null);
         });
         this.watching.set(dir, w);
         added++;

@@ -39,6 +39,8 @@ export class Discovery {
   firstScan = true;
   /** The directories the last scan listed (the directory watch follows them). */
   listedDirs: readonly string[] = [];
+  /** Of those, the ones reached through a symlink, with the link (lookAt admits a path in them as the scan does). */
+  private listedDirLinks: ReadonlyMap<string, string> = new Map();
   /** Descriptors held, counted at the scan's start and as addNew takes them. */
   private openFds = 0;
   /** Directories whose last listing failed (reported once per streak). */
@@ -70,6 +72,7 @@ export class Discovery {
     if (this.o.events.onLayout) this.o.events.onLayout(await checkLayout(this.o.router.spoolDir));
     const listed = await (this.o.listFiles ?? listFiles)(this.o.router.walkRoots());
     this.listedDirs = listed.dirs ?? [];
+    this.listedDirLinks = listed.dirLinks ?? new Map();
     const unlisted = this.noteFailures(listed.failed);
     const candidates: Candidate[] = [];
     const links: Candidate[] = [];
@@ -117,6 +120,32 @@ export class Discovery {
     if (this.firstScan) for (const u of await classifyUnmatched(this.context(), listedInodes, statOrNull)) await this.adopt(u);
     await completed();
     this.firstScan = false;
+  }
+
+  /**
+   * Paths the directory watch says were created or renamed into a listed
+   * directory since the last scan: each one that is a new file is followed
+   * now, as the scan would (a file the state knows, or one followed already,
+   * waits for the scan). The next scan may be seconds away in a spool of
+   * many files (spooler.ts SCAN_GAP_FACTOR): a file created and renamed out
+   * of the patterns before it was never known, its lines lost. Only regular
+   * files: a symlink, and anything else, is the scan's.
+   */
+  async lookAt(paths: Iterable<string>): Promise<void> {
+    if (this.firstScan) return;
+    const candidates: Candidate[] = [];
+    for (const p of paths) {
+      const ds = this.o.router.route(p);
+      if (!ds || !(await statOrNull(p, true))?.isFile()) continue;
+      const file = this.o.admission ? await this.o.admission.admitted(p, this.listedDirLinks.get(path.dirname(p)) ?? null) : 'unchecked';
+      if (file !== null) candidates.push({ p, ds, file });
+    }
+    if (candidates.length === 0) return;
+    candidates.sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
+    this.openFds = this.tailers.openDescriptors;
+    const ctx = this.context();
+    for (const f of await classifySlice(ctx, await look(ctx, candidates, SCAN_CONCURRENCY), new Set())) if (f.kind === 'new') await this.addNew(f);
+    await this.told();
   }
 
   private context(): ClassifyContext {
@@ -257,6 +286,6 @@ export class Discovery {
   }
 }
 
-function statOrNull(p: string): Promise<Stats | null> {
-  return fsp.stat(p).catch(() => null);
+function statOrNull(p: string, noFollow = false): Promise<Stats | null> {
+  return (noFollow ? fsp.lstat(p) : fsp.stat(p)).catch(() => null);
 }

@@ -1,9 +1,10 @@
 // The spool: discovery (discovery.ts, with rotation.ts) finds files and
 // follows them by identity; the read loop (read-loop.ts) reads them;
 // completion (completion.ts) forgets or deletes finished ones. This file
-// runs them: directory watch events and a periodic rescan only mark the spool
+// runs them: directory watch events and a periodic rescan mark the spool
 // dirty (inotify drops events under load, NFS has none); one loop scans
-// when dirty and reads until there is nothing to read, then waits. All
+// when dirty and reads until there is nothing to read, then waits. A path a
+// watch event says was created is looked at between scans (arrived()). All
 // timing is on the injected clock.
 import type { SeenNow, SeenStat } from '../state/store.js';
 import { after, every } from '../util/clock.js';
@@ -34,6 +35,8 @@ const SCAN_GAP_FACTOR = 4;
  * refresh. Small spools (a scan of milliseconds) keep rescanMs.
  */
 const SAFETY_SCAN_FACTOR = 100;
+/** Paths of watch events kept for a look before the next scan (arrived()); past it, the scan finds them. */
+const MAX_ARRIVALS = 1024;
 
 export class Spooler implements LongLived, SeenNow {
   private readonly tailers = new Tailers();
@@ -64,6 +67,8 @@ export class Spooler implements LongLived, SeenNow {
   private lastScanMs = 0;
   /** A scan has read between its slices and has more to look at: the files it found so far are not all there is. */
   private slicing = false;
+  /** Paths created or renamed into a watched directory since the last scan's listing (discovery.ts lookAt). */
+  private readonly arrivals = new Set<string>();
 
   constructor(private readonly o: SpoolerOptions) {
     const known = new KnownFiles(o.store);
@@ -224,9 +229,25 @@ export class Spooler implements LongLived, SeenNow {
    */
   private watchListed(): void {
     if (!this.o.watch || this.stopped) return;
-    this.watcher ??= new DirWatcher(() => this.poke());
+    this.watcher ??= new DirWatcher((arrived) => this.arrived(arrived));
     // A directory watched only now: what changed there since its listing is looked at once more.
     if (this.watcher.sync(this.discovery.listedDirs) > 0) this.poke();
+  }
+
+  /**
+   * A watch event: the spool is dirty; a path created or renamed in is
+   * looked at before the next read round, whatever the scan's pacing
+   * (discovery.ts lookAt). A round waiting for room stops waiting for it:
+   * with the server slow or down a new file is known, and its descriptor
+   * taken, before it can be renamed away. A round reading on is not cut
+   * short (its files would wait behind every event of a busy directory).
+   */
+  private arrived(p: string | null): void {
+    if (p !== null && this.arrivals.size < MAX_ARRIVALS) {
+      this.arrivals.add(p);
+      if (!this.o.room.hasRoom) this.abortRound?.();
+    }
+    this.poke();
   }
 
   /** The periodic rescan (see SAFETY_SCAN_FACTOR). */
@@ -240,6 +261,8 @@ export class Spooler implements LongLived, SeenNow {
     while (!this.stopped) {
       if (this.dirty && clock.now() >= this.nextScanAt) {
         this.dirty = false;
+        // The scan lists them; those that come during it are looked at after it.
+        this.arrivals.clear();
         const first = this.discovery.firstScan;
         const began = clock.now();
         // Reading goes on between the scan's slices (a large spool of new
@@ -264,6 +287,10 @@ export class Spooler implements LongLived, SeenNow {
         this.nextScanAt = this.lastScanEndAt + SCAN_GAP_FACTOR * this.lastScanMs;
         this.watchListed();
         if (first) this.endFirstScan();
+      } else if (this.arrivals.size > 0) {
+        const paths = [...this.arrivals];
+        this.arrivals.clear();
+        await this.discovery.lookAt(paths);
       }
       // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
       // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).
@@ -276,7 +303,7 @@ export class Spooler implements LongLived, SeenNow {
       const progressed = await this.readRound(false, due.signal);
       armed.cancel?.();
       this.interruptRound = this.abortRound = null;
-      if (!progressed && !this.stopped) {
+      if (!progressed && !this.stopped && this.arrivals.size === 0) {
         if (!this.readingStopped) this.o.events.onIdle?.();
         const wait = this.dirty ? this.nextScanAt - clock.now() : Infinity;
         if (wait <= 0) continue;

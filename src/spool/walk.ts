@@ -13,9 +13,9 @@ import { mapLimit } from '../util/concurrency.js';
  * other; spool.follow_symlinks decides whether its files are read).
  */
 export async function listFiles(roots: ReadonlyArray<{ dir: string; depth: number }>, readdir: typeof fsp.readdir = fsp.readdir): Promise<SpoolListing> {
-  const w: Walk = { out: new Set(), links: new Map(), failed: [], dirs: new Set(), readdir };
+  const w: Walk = { out: new Set(), links: new Map(), failed: [], dirs: new Map(), readdir };
   for (const root of roots) await walk(w, path.normalize(root.dir), root.depth, null);
-  return { paths: [...w.out].sort(), links: w.links, failed: w.failed, dirs: [...w.dirs] };
+  return { paths: [...w.out].sort(), links: w.links, failed: w.failed, dirs: [...w.dirs.keys()], dirLinks: new Map([...w.dirs].filter((e): e is [string, string] => e[1] !== null)) };
 }
 
 export interface SpoolListing {
@@ -29,13 +29,16 @@ export interface SpoolListing {
   failed: Array<{ dir: string; code: string }>;
   /** The directories listed (the directory watch follows them: dir-watcher.ts). */
   dirs: string[];
+  /** Of those, the ones reached through a symlink, with that link (what `links` says of each file in them). */
+  dirLinks?: Map<string, string>;
 }
 
 interface Walk {
   out: Set<string>;
   links: Map<string, string>;
   failed: SpoolListing['failed'];
-  dirs: Set<string>;
+  /** Each directory listed, with the link it was reached through (null: none). */
+  dirs: Map<string, string | null>;
   readdir: typeof fsp.readdir;
 }
 
@@ -50,7 +53,7 @@ async function walk(w: Walk, dir: string, depth: number, viaLink: string | null)
     if (code !== 'ENOENT' && code !== 'ENOTDIR') w.failed.push({ dir, code });
     return;
   }
-  w.dirs.add(dir);
+  w.dirs.set(dir, w.dirs.get(dir) ?? viaLink);
   // `dir` is normalized (a normalized root, then names): concatenating is
   // path.join without its normalizing garbage (10,000 paths per scan).
   const base = dir.endsWith(path.sep) ? dir : dir + path.sep;

@@ -19,8 +19,8 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-/** `options`: replace some of the spooler's options (the pipeline's backpressure, say). */
-export async function setup(events: Partial<SpoolerEvents> = {}, options: Partial<SpoolerOptions> = {}) {
+/** `options`: replace some of the spooler's options (the pipeline's backpressure, say); a function of the spool's path when they need it. */
+export async function setup(events: Partial<SpoolerEvents> = {}, options: Partial<SpoolerOptions> | ((spool: string) => Partial<SpoolerOptions>) = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'spoolship-scan-'));
   const spool = path.join(dir, 'spool');
   await mkdir(path.join(spool, 'ev'), { recursive: true });
@@ -61,7 +61,7 @@ export async function setup(events: Partial<SpoolerEvents> = {}, options: Partia
     watch: false,
     // The scan's listing, replaceable to freeze it at a moment.
     listFiles: () => internals.listCandidates(),
-    ...options,
+    ...(typeof options === 'function' ? options(spool) : options),
   };
   const spooler = new Spooler(base);
   const internals = {
