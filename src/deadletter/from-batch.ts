@@ -10,7 +10,12 @@ import type { DeadLetterInput, DeadLetterReason } from './store.js';
 /** Pieces of one batch, each its raw lines and the batch line it starts at. */
 export type LinePieces = ReadonlyArray<{ lineStart: number; raw: Buffer }>;
 
-/** The records of a batch's pieces, one per line, in the pieces' order. */
+/**
+ * The records of a batch's pieces, one per line, in the pieces' order.
+ * `withFileKeys`: each located line's record names its spool file's state
+ * key too (the agent's: a batch rejected again after a crash then keeps its
+ * records, deadletter/recent.ts).
+ */
 export async function deadLetterInputs(
   ds: string,
   pieces: LinePieces,
@@ -18,6 +23,7 @@ export async function deadLetterInputs(
   status: number | null,
   ranges: readonly RangeRecord[] | undefined,
   pathOf: (key: string) => string | undefined,
+  withFileKeys = false,
 ): Promise<DeadLetterInput[]> {
   const out: DeadLetterInput[] = [];
   for (const { lineStart, raw } of pieces) {
@@ -29,7 +35,10 @@ export async function deadLetterInputs(
       pos = end + 1;
     }
     const where = ranges ? await locateLines(ranges, pathOf, lineStart, lines.length) : [];
-    for (const [i, line] of lines.entries()) out.push({ datasource: ds, reason, file: where[i]?.file ?? null, offset: where[i]?.offset ?? null, bytes: line.length, status, line });
+    for (const [i, line] of lines.entries()) {
+      const at = where[i];
+      out.push({ datasource: ds, reason, file: at?.file ?? null, offset: at?.offset ?? null, bytes: line.length, status, line, ...(withFileKeys && at ? { fileKey: at.key } : {}) });
+    }
   }
   return out;
 }

@@ -37,7 +37,7 @@ export interface DeadLetterInput {
   bytes: number;
   status: number | null;
   line: Buffer;
-  /** The spool file's identity (state key) for a line the reader rejected: kept as `file_key` (recent.ts). */
+  /** The spool file's identity (state key) of a line the agent read (the reader's, or a rejected batch's): kept as `file_key` (recent.ts). */
   fileKey?: string;
 }
 

@@ -362,7 +362,7 @@ export class Pipeline implements LongLived, SendSlots, PieceKeeper, DeadLetterPa
 
   /** Lines of a batch the platform refused (or an operator moved) go to the dead-letter store, each with its file and offset, in one write (logged by observe/sender-events.ts). */
   async deadLetterLines(batchId: number, ds: string, pieces: LinePieces, reason: DeadLetterReason, status: number | null): Promise<{ stored: number; lines: number }> {
-    const inputs = await deadLetterInputs(ds, pieces, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf);
+    const inputs = await deadLetterInputs(ds, pieces, reason, status, this.o.store.batchRanges(batchId), this.o.pathOf, true);
     let stored = 0;
     await Promise.all(
       inputs.map(async (input) => {

@@ -21,6 +21,8 @@ import { CopyFinder } from './copies.js';
 export interface LineLocation {
   file: string;
   offset: number;
+  /** The file's state key (the batch range's). */
+  key: string;
 }
 
 /** Identity of a tracked file: a path is only trusted while it still names this file. */
@@ -240,8 +242,8 @@ export async function locateLines(
   count: number,
 ): Promise<Array<LineLocation | null>> {
   const out: Array<LineLocation | null> = new Array(count).fill(null);
-  await walkBatchLines(ranges, pathOf, first + count, (_r, p, index, offset) => {
-    if (index >= first && index < first + count) out[index - first] = { file: p, offset };
+  await walkBatchLines(ranges, pathOf, first + count, (r, p, index, offset) => {
+    if (index >= first && index < first + count) out[index - first] = { file: p, offset, key: r.file };
   });
   return out;
 }

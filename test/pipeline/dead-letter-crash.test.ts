@@ -6,12 +6,13 @@
 // state_dir taken then, put back). The store recognises its own records of
 // that window. And a too-long line lettered before its end stays a dead
 // letter when the next start's max_line_bytes would take it (it was sent as
-// a row too).
+// a row too). The lines of a batch the platform rejected are the same case:
+// their records are written before the state passes them.
 import { existsSync, readFileSync } from 'node:fs';
 import { appendFile, cp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFor, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
+import { configFor, gauge, jsonLines, rows, startAgent, startEmu, tempDir, waitFor, waitForRows, writeLines } from './helpers.js';
 
 interface Letter {
   reason: string;
@@ -44,7 +45,7 @@ async function crashedAfterTheRecords(dir: string, snap: string): Promise<void> 
   await cp(snap, state, { recursive: true });
 }
 
-describe('reader dead letters across a restart', () => {
+describe('dead letters across a restart', () => {
   it('a line read again at the next start is not written to the dead letters twice (invalid_json, line_too_long)', async () => {
     const dir = await tempDir();
     const emu = await startEmu(dir);
@@ -77,6 +78,36 @@ describe('reader dead letters across a restart', () => {
       ...before.map(({ reason, offset, line }) => ({ reason, offset, line: line.slice(0, 20) })),
       { reason: 'invalid_json', offset: newLineAt, line: 'also not json' },
     ]);
+  });
+
+  it('the lines of a batch the platform rejected (400), sent again after a crash before the state passed them, keep their one record each', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir, { faults: [{ kind: 'reject_marker', marker: 'BAD' }] });
+    const config = configFor(dir, emu, { compression: { codec: 'none' } });
+    const file = path.join(dir, 'spool', 'ev', 'a.ndjson');
+    await writeLines(file, jsonLines('a', 0, 10));
+    const first = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 10), 'the first lines');
+    await first.stop();
+    const snap = await snapshotState(dir);
+    // Both bad lines in one half of the batch (bad lines in both halves of the first split park the Data Source).
+    await writeLines(file, [...jsonLines('a', 10, 20), '{"n":"BAD-1"}', '{"n":"BAD-2"}']);
+    const second = await startAgent(config);
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 30), 'the good lines');
+    await waitFor(() => letters(dir).length === 2, 'both dead letters');
+    await second.stop();
+    const before = letters(dir);
+    expect(before.map((l) => ({ reason: l.reason, line: l.line }))).toEqual([
+      { reason: 'rejected', line: '{"n":"BAD-1"}' },
+      { reason: 'rejected', line: '{"n":"BAD-2"}' },
+    ]);
+
+    await crashedAfterTheRecords(dir, snap);
+    const third = await startAgent(config);
+    // Rejected again, and dead-lettered (counted) again: their records are those already there.
+    await waitFor(async () => (await gauge(third.agent, 'spoolship_lines_dead_lettered_total', '{datasource="ev",reason="rejected"}')) === 2, 'the bad lines rejected again');
+    await third.stop();
+    expect(letters(dir)).toEqual(before);
   });
 
   it('a too-long line lettered before its end, then read again whole at the next start, keeps its one record', async () => {
