@@ -1,11 +1,12 @@
 // Shared test seams: the real emulator on port 0 with an injected clock, the
 // CLI run in-process (main() with fake streams) and as a child process.
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 
@@ -76,8 +77,16 @@ export async function runClusters(args: string[], opts: InProcessOptions = {}): 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = path.join(ROOT, 'dist/cli.js');
 
+/** Working directories made by emptyDir(), removed after each test (they piled up in the temp dir by the hundred). */
+const made: string[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
 export function emptyDir(): string {
-  return mkdtempSync(path.join(tmpdir(), 'spoolship-clusters-'));
+  const d = mkdtempSync(path.join(tmpdir(), 'spoolship-clusters-'));
+  made.push(d);
+  return d;
 }
 
 /** `node dist/cli.js clusters ...` as a child process (no TTY), in an empty working directory. */
