@@ -12,7 +12,7 @@ import type { RangeEntry } from '../state/progress.js';
 import type { StateStore } from '../state/store.js';
 
 export class ReaderLetters {
-  /** Per file key: the record of a too-long line written before its end. */
+  /** Per file key: the record of a too-long line written before its end, until it is on disk (its range waits for it). */
   private readonly lettering = new Map<string, Promise<void>>();
 
   constructor(
@@ -40,8 +40,19 @@ export class ReaderLetters {
       // On disk now, not at the next group commit: a kill -9 before it writes the line's record once more at the restart.
       await this.writes.retryStateWrite(() => store.flush());
     })();
-    if (!entry) this.lettering.set(key, task);
-    else if (!input) this.lettering.delete(key);
+    if (!entry) {
+      this.lettering.set(key, task);
+      // Settled, nothing need wait for it: a line that never ends (its file forgotten) leaves nothing behind.
+      const settled = () => {
+        if (this.lettering.get(key) === task) this.lettering.delete(key);
+      };
+      task.then(settled, settled);
+    } else if (!input) this.lettering.delete(key);
     return task;
+  }
+
+  /** Records of unfinished lines not yet on disk. */
+  get pending(): number {
+    return this.lettering.size;
   }
 }
