@@ -212,7 +212,12 @@ export class Discovery {
       return;
     }
     // Renamed out of the patterns (journaled so, or found elsewhere at start), or a config that matches it no more (kept).
-    t.detach(this.o.clock.now(), m.away || this.o.store.renamedWhileDown(m.key) ? 'renamed' : 'unmatched');
+    const renamed = m.away || this.o.store.renamedWhileDown(m.key);
+    // Found renamed at start: journaled so, or the next start (after a stop or a
+    // crash before it finished) finds it where the state says and takes it for
+    // a file the config matches no more, which on_complete: delete keeps for good.
+    if (renamed && !m.away) this.o.store.updateFile(atPath(m, m.path, true));
+    t.detach(this.o.clock.now(), renamed ? 'renamed' : 'unmatched');
     this.tailers.add(t);
   }
 

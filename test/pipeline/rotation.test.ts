@@ -1,4 +1,5 @@
 import { decodeCheckpoint } from '../../src/state/checkpoint-format.js';
+import type { StatusReport } from '../../src/report/report.js';
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -279,6 +280,28 @@ describe('rotation and file handling', () => {
     await second.stop();
     expect(await readdir(d)).toEqual(['app.ndjson']);
     expectExactlyOnce(rows(emu, dir, 'ev'), [...jsonLines('a', 0, 50), ...jsonLines('w', 0, 50), ...jsonLines('b', 0, 50)]);
+  });
+
+  it('on_complete: delete, across two restarts: a file renamed out of the patterns while the agent was down stays renamed away after a start that did not finish it', async () => {
+    const dir = await tempDir();
+    const emu = await startEmu(dir);
+    const d = path.join(dir, 'spool', 'ev');
+    const app = path.join(d, 'app.ndjson');
+    await writeLines(app, jsonLines('a', 0, 50));
+    const first = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 600_000 } }));
+    await waitForRows(emu, dir, 'ev', jsonLines('a', 0, 50), 'the first rows');
+    await first.stop();
+    await rename(app, `${app}.1`);
+    // Started and stopped before idle_ms (a soak killed it): the file was found renamed, not finished.
+    const second = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 600_000 } }));
+    await waitFor(async () => ((await second.agent.status()) as StatusReport).datasources.some((ds) => ds.files.some((f) => f.path === `${app}.1`)), 'the renamed file followed');
+    await second.stop();
+    expect(await readdir(d)).toEqual(['app.ndjson.1']);
+    // The next start knows it was renamed out of the patterns (not a config that matches it no more): deleted once idle.
+    const third = await startAgent(configFor(dir, emu, { spool: { on_complete: 'delete', idle_ms: 100 } }));
+    await waitFor(async () => (await readdir(d)).length === 0, 'the renamed file deleted');
+    await third.stop();
+    expectExactlyOnce(rows(emu, dir, 'ev'), jsonLines('a', 0, 50));
   });
 
   it('validate: json sends non-object lines to dead letters as invalid_json', async () => {
