@@ -28,7 +28,7 @@ import { inFlightCeiling } from '../sender/from-config.js';
 import { Sender } from '../sender/sender.js';
 import { Router } from '../spool/routes.js';
 import { Admission } from '../spool/admission.js';
-import { LayoutReporter } from '../spool/layout.js';
+import { checkLayout, LayoutReporter } from '../spool/layout.js';
 import { Spooler } from '../spool/spooler.js';
 import { acquireLock, type StateLock } from '../state/lock.js';
 import { secureStateDir } from '../state/dir-trust.js';
@@ -209,6 +209,9 @@ export class Agent {
       // create nothing (no state_dir, checkpoint or journal).
       await this.startAdmin();
       await this.api.readCredentials();
+      // The Data Sources of the spool's directories have their series at 0 now,
+      // before a start that waits out a full state_dir (SPEC 7: from the start).
+      for (const ds of (await checkLayout(c.spool.dir)).dataSourceDirs) this.metrics.knowDataSource(ds);
       // A full or read-only state_dir: waited out, as when running (state-wait.ts).
       const up = parts.size;
       const reportFault = startStateFault(this.metrics, deps.log, c.state_dir, this.adminUrl);

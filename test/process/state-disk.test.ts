@@ -273,6 +273,8 @@ describe('state_dir faults (process)', () => {
     const admin = await faultReported(p, 'disk_full');
     expect(await metric(admin, 'spoolship_parked', 'reason="disk_full"')).toBe(1);
     expect((await readyz(admin)).body).toEqual({ ready: false, reasons: ['disk_full'] });
+    // The spool's Data Source has its series at 0 already (SPEC 7), before the state is open.
+    expect(await metric(admin, 'spoolship_lines_acked_total', 'datasource="ev"')).toBe(0);
     expect(w.t.emu.stats().rows.ev).toBe(100);
     rmSync(filler);
     // The same process starts (it waited rather than exited).
