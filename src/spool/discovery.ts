@@ -74,18 +74,7 @@ export class Discovery {
     this.listedDirs = listed.dirs ?? [];
     this.listedDirLinks = listed.dirLinks ?? new Map();
     const unlisted = this.noteFailures(listed.failed);
-    const candidates: Candidate[] = [];
-    const links: Candidate[] = [];
-    for (const p of listed.paths) {
-      const ds = this.o.router.route(p);
-      if (!ds) continue;
-      const link = listed.links.get(p) ?? null;
-      const file = this.o.admission ? await this.o.admission.admitted(p, link) : 'unchecked';
-      if (file !== null) (link ? links : candidates).push({ p, ds, file });
-    }
-    // Paths through a symlink after the others: a file listed under both
-    // (current.ndjson -> 2026-11-25.ndjson) is found at its own name.
-    candidates.push(...links);
+    const candidates = await this.admittedOf(listed.paths, (p) => listed.links.get(p) ?? null);
     const listedNow = new Set(candidates.map((c) => c.p));
     for (const p of this.unreadable) if (!listedNow.has(p)) this.unreadable.delete(p);
     // Keys of the files found at a listed path; the inodes (dev:ino) found
@@ -133,19 +122,33 @@ export class Discovery {
    */
   async lookAt(paths: Iterable<string>): Promise<void> {
     if (this.firstScan) return;
-    const candidates: Candidate[] = [];
-    for (const p of paths) {
-      const ds = this.o.router.route(p);
-      if (!ds || !(await statOrNull(p, true))?.isFile()) continue;
-      const file = this.o.admission ? await this.o.admission.admitted(p, this.listedDirLinks.get(path.dirname(p)) ?? null) : 'unchecked';
-      if (file !== null) candidates.push({ p, ds, file });
-    }
+    const files: string[] = [];
+    for (const p of [...paths].sort()) if (this.o.router.route(p) && (await statOrNull(p, true))?.isFile()) files.push(p);
+    const candidates = await this.admittedOf(files, (p) => this.listedDirLinks.get(path.dirname(p)) ?? null);
     if (candidates.length === 0) return;
-    candidates.sort((a, b) => (a.p < b.p ? -1 : a.p > b.p ? 1 : 0));
     this.openFds = this.tailers.openDescriptors;
     const ctx = this.context();
     for (const f of await classifySlice(ctx, await look(ctx, candidates, SCAN_CONCURRENCY), new Set())) if (f.kind === 'new') await this.addNew(f);
     await this.told();
+  }
+
+  /**
+   * The paths routed to a Data Source and admitted (admission.ts), in their
+   * order, with those reached through a symlink (`linkOf`) last: a file
+   * listed under both (current.ndjson -> 2026-11-25.ndjson) is found at its
+   * own name.
+   */
+  private async admittedOf(paths: Iterable<string>, linkOf: (p: string) => string | null): Promise<Candidate[]> {
+    const direct: Candidate[] = [];
+    const links: Candidate[] = [];
+    for (const p of paths) {
+      const ds = this.o.router.route(p);
+      if (!ds) continue;
+      const link = linkOf(p);
+      const file = this.o.admission ? await this.o.admission.admitted(p, link) : 'unchecked';
+      if (file !== null) (link ? links : direct).push({ p, ds, file });
+    }
+    return [...direct, ...links];
   }
 
   private context(): ClassifyContext {
