@@ -320,12 +320,17 @@ export class Agent {
     await assertQueueReadable(path.join(c.state_dir, 'queue'));
     this.store = await StateStore.open({ stateDir: c.state_dir, now: () => clock.now(), onBackgroundError: (err) => (this.acker ? this.acker.journalFailed(err) : this.fatal(err)), relocate: relocateFiles });
     this.parts.add('state store', this.store);
+    const faultGauge = stateFaultGauge(metrics);
     this.acker = new Acker(this.store, {
       clock,
       log,
       stateDir: c.state_dir,
       events: {
-        onFaultsChange: stateFaultGauge(metrics),
+        onFaultsChange: (faults) => {
+          faultGauge(faults);
+          // Requests wait while acknowledgements cannot be recorded (sender/clearance.ts).
+          this.sender?.stateChanged();
+        },
         onFatal: (err) => this.fatal(err),
       },
     });
@@ -535,7 +540,7 @@ export class Agent {
       },
       deadLetters: { deadLetterLines: (...a) => this.pipeline.deadLetterLines(...a) },
     });
-    return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents, memory: deps.budget });
+    return createSender(this.api.engine, c, { clock: this.clock, random: deps.random ?? Math.random, hooks: this.senderEvents, memory: deps.budget, stateHeld: () => this.acker?.writesHeld ?? false });
   }
 
   private pathOf(key: string): string | undefined {

@@ -1,8 +1,14 @@
 // What a request waits for before it takes its turn in flight: its Data
-// Source's park (ds-refusals.ts), the budget's park (park.ts), and the pause
-// a Retry-After put on the whole budget. Every wait ends early when the
-// delivery is aborted (the sender stops, or an operator released the batch).
+// Source's park (ds-refusals.ts), the budget's park (park.ts), the pause
+// a Retry-After put on the whole budget, and a state_dir that cannot record
+// acknowledgements (full or read-only: each answer then is kept in memory
+// only, and a kill -9 sent again everything acknowledged since the disk
+// filled; docs/guarantees.md). A spilled body goes on all the same: its
+// answer frees the room it holds in the state_dir (pipeline/held-bodies.ts),
+// and holding it could wait for good on a state_dir filled by such bodies. Every wait ends early when the delivery is
+// aborted (the sender stops, or an operator released the batch).
 import type { Clock } from '../util/clock.js';
+import { SpilledBody, type Body } from './body.js';
 import { BudgetMemory } from './budget-memory.js';
 import type { DataSourceRefusals } from './ds-refusals.js';
 import type { RateLimiter } from './limiter.js';
@@ -10,6 +16,14 @@ import type { Notifier } from './notifier.js';
 import type { Park } from './park.js';
 import type { BudgetParkReason } from './retry-policy.js';
 import type { DeliveryCtx } from './types.js';
+
+/** Does the state's hold apply to a request of this body: in memory (or read back from the disk queue), not spilled? */
+export function holdsForState(body: Body): boolean {
+  return !(body instanceof SpilledBody);
+}
+
+/** How often a request held by the state looks again if no change was told. */
+const STATE_HOLD_LOOK_MS = 1000;
 
 export class Clearance {
   /** retryNow() calls so far. */
@@ -23,7 +37,14 @@ export class Clearance {
     private readonly refusals: DataSourceRefusals,
     /** Holds the pause (`pausedUntil`, clock ms): the process keeps it across a reload's new sender. */
     private readonly memory: BudgetMemory = new BudgetMemory(),
+    /** The state cannot record acknowledgements now (the notifier is told when that changes). */
+    private readonly stateHeld: () => boolean = () => false,
   ) {}
+
+  /** A request the hold applies to (`holds`: holdsForState) may not go now: the state cannot record acknowledgements. */
+  heldByState(holds: boolean): boolean {
+    return holds && this.stateHeld();
+  }
 
   /**
    * Retry-After pauses the whole budget (every Data Source) until `until`,
@@ -43,13 +64,18 @@ export class Clearance {
   }
 
   /**
-   * Wait for parks and the Retry-After pause; true when this request is the
-   * budget's probe. 'left' when `mayLeave` and the Data Source is parked with
+   * Wait for parks, the Retry-After pause and (`holds`: holdsForState) the
+   * state's hold; true when this request is the budget's probe. 'left' when `mayLeave` and the Data Source is parked with
    * its probe not due: the caller keeps the batch (it stays queued).
    */
-  async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean): Promise<boolean | 'aborted' | 'left'> {
+  async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean, holds = false): Promise<boolean | 'aborted' | 'left'> {
     for (;;) {
       if (ctx.ac.signal.aborted) return 'aborted';
+      if (this.heldByState(holds)) {
+        // Told when it changes; the timeout is only a safety net.
+        await this.notifier.wait(this.clock, STATE_HOLD_LOOK_MS);
+        continue;
+      }
       const dsPark = this.refusals.find(ds);
       if (dsPark?.parked && !ctx.holdsDsProbe && mayLeave) {
         // The caller has other batches to send meanwhile: probe if due, else leave.

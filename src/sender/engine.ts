@@ -72,7 +72,7 @@ export async function openDelivery(c: Readonly<Config>, ctx: EngineContext): Pro
 }
 
 /** A Sender on the engine, with the config's settings and the caller's hooks. */
-export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { hooks: SenderHooks; clock: Clock; random?: () => number; memory?: BudgetMemory }): Sender {
+export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { hooks: SenderHooks; clock: Clock; random?: () => number; memory?: BudgetMemory; stateHeld?: () => boolean }): Sender {
   const options: SenderOptions = {
     client: engine.client,
     codec: engine.codec,
@@ -82,6 +82,7 @@ export function createSender(engine: DeliveryEngine, c: Readonly<Config>, o: { h
     ...senderSettingsFrom(c),
     hooks: o.hooks,
     memory: o.memory,
+    stateHeld: o.stateHeld,
   };
   return new Sender(options);
 }

@@ -16,7 +16,7 @@ import type { SizeCaps } from '../batcher/batcher.js';
 import type { LongLived } from '../util/lifecycle.js';
 import type { SendOutcome } from './http-client.js';
 import { InFlightBound } from './in-flight.js';
-import { Clearance } from './clearance.js';
+import { Clearance, holdsForState } from './clearance.js';
 import { Notifier } from './notifier.js';
 import { PARK_PROBE_INTERVAL_MS, Park } from './park.js';
 import { classify, type BudgetParkReason } from './retry-policy.js';
@@ -59,7 +59,7 @@ export class Sender implements LongLived, SizeCaps {
     this.splits = new SplitEpisode({ learned: this.learned, deliveries: () => this.deliveries.all(), raise: (e) => o.hooks.onSplit?.(e) });
     this.refusals = new DataSourceRefusals(o.clock, this.notifier, (ds, r, prev, detail) => this.parkChanged({ ds }, r, prev, detail));
     this.budgetPark = new Park(o.clock, this.notifier, (r, p) => this.parkChanged('budget', r, p, r ? this.parkCause.detail : null, r !== null && this.parkCause.unconfirmed));
-    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory);
+    this.clearance = new Clearance(o.clock, this.notifier, o.limiter, this.budgetPark, this.refusals, o.memory, o.stateHeld);
   }
 
   /** Size cap for new batches: max_bytes, or lower after a 413; one for the budget (the plan's limit), growing back 10 % per 5 minutes. */
@@ -90,6 +90,9 @@ export class Sender implements LongLived, SizeCaps {
     this.refusals.wake();
     this.clearance.retryNow();
   }
+
+  /** The state's hold (SenderOptions.stateHeld) changed: requests waiting for it look again. */
+  readonly stateChanged = (): void => this.notifier.notify();
 
   /** An operator moved batches of a Data Source away (`spoolship queue dead-letter`): DataSourceRefusals.operatorMoved. */
   operatorMoved(ds: string): void {
@@ -305,10 +308,11 @@ export class Sender implements LongLived, SizeCaps {
       if (ctx.released && !this.stopping) return 'released';
       // A batch the early probe is on offer to waits for it (docs/answers.md, 403): deferred to the queue, it never came.
       if ((this.budgetPark.holdsBack(part.ds) || (!ctx.holdsDsProbe && this.refusals.find(part.ds)?.parked)) && defer()) return 'deferred';
-      const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true);
+      const holds = holdsForState(part.body);
+      const probe = await this.clearance.waitUntilClear(part.ds, ctx, mayDefer && !ctx.bisecting && !ctx.released && ctx.opts.leaveWhenDsParked === true, holds);
       if (probe === 'aborted') return ctx.released && !this.stopping ? 'released' : 'aborted';
       if (probe === 'left') return 'deferred';
-      const outcome = await this.request(part, probe, ctx);
+      const outcome = await this.request(part, probe, ctx, holds);
       if (outcome === 'over_learned') return outcome;
       if (outcome === null) {
         // Parked, paused by a Retry-After or stopping while waiting for a slot: not sent; decide again.
@@ -381,9 +385,9 @@ export class Sender implements LongLived, SizeCaps {
    * while this one waited for its slot; 'over_learned' when a 413 lowered the
    * learned limit below this piece meanwhile (the caller cuts it).
    */
-  private request(part: Part, isProbe: boolean, ctx: DeliveryCtx): Promise<SendOutcome | null | 'over_learned'> {
+  private request(part: Part, isProbe: boolean, ctx: DeliveryCtx, holds: boolean): Promise<SendOutcome | null | 'over_learned'> {
     const cutFirst = () => !isProbe && this.learned.overLearned(part, ctx);
-    const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe) || this.clearance.paused);
+    const mayGo = () => !(ctx.ac.signal.aborted || (this.budgetPark.parked && !isProbe) || this.clearance.paused || this.clearance.heldByState(holds));
     return this.inFlight.run(part.body.length, cutFirst, mayGo, async () => {
       const started = performance.now();
       ctx.sentEpoch = this.epoch;

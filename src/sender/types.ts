@@ -110,6 +110,8 @@ export interface SenderOptions {
   hooks: SenderHooks;
   /** The Retry-After pause and the 413 learned limit, kept by the process across a reload (budget-memory.ts). */
   memory?: BudgetMemory;
+  /** The state cannot record acknowledgements now (a full or read-only state_dir): no request starts (clearance.ts); Sender.stateChanged() when it changes. */
+  stateHeld?: () => boolean;
 }
 
 /**

@@ -101,6 +101,16 @@ export class Acker implements StateWrites, LongLived {
     setMaxListeners(0, this.abandon.signal);
   }
 
+  /**
+   * A state write failed for a full or read-only state_dir and has not
+   * worked since: acknowledgements cannot be recorded, so no request starts
+   * (sender/clearance.ts). A checkpoint fault alone holds nothing: the
+   * journal still records them.
+   */
+  get writesHeld(): boolean {
+    return this.writeFault !== null;
+  }
+
   /** The state faults now, each once (readiness reasons). */
   get faults(): Array<Exclude<StateFault, null>> {
     return [...this.faultSet()];

@@ -37,7 +37,7 @@ export interface Harness {
   batch(ds: string, lines: string[], id?: number): Promise<RootBatch>;
 }
 
-export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: number; codec?: 'zstd' | 'none'; probeBudget?: number; maxInFlight?: number } = {}): Promise<Harness> {
+export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: number; codec?: 'zstd' | 'none'; probeBudget?: number; maxInFlight?: number; stateHeld?: () => boolean } = {}): Promise<Harness> {
   const emu = await startEmulator({ listen: '127.0.0.1:0', recordRequests: true, ...emuOpts });
   cleanups.push(() => emu.close());
   const clock = new ManualClock();
@@ -92,6 +92,7 @@ export async function harness(emuOpts: EmulatorOptions = {}, opts: { maxBytes?: 
     probeBudget: opts.probeBudget,
     maxBytes: opts.maxBytes ?? 10_000_000,
     hooks,
+    stateHeld: opts.stateHeld,
   });
   // destroy, not close: a request left on the wire by a failed test is cut, not waited for.
   cleanups.push(() => sender.destroy());
