@@ -3,10 +3,11 @@
 // a Retry-After put on the whole budget, and a state_dir that cannot record
 // acknowledgements (full or read-only: each answer then is kept in memory
 // only, and a kill -9 sent again everything acknowledged since the disk
-// filled; docs/guarantees.md). A spilled body goes on all the same: its
-// answer frees the room it holds in the state_dir (pipeline/held-bodies.ts),
-// and holding it could wait for good on a state_dir filled by such bodies. Every wait ends early when the delivery is
-// aborted (the sender stops, or an operator released the batch).
+// filled; docs/delivery.md). A spilled body goes on all the same: its answer
+// frees the room it holds in the state_dir (pipeline/held-bodies.ts), and
+// holding it could wait for good on a state_dir filled by such bodies.
+// Every wait ends early when the delivery is aborted (the sender stops, or
+// an operator released the batch).
 import type { Clock } from '../util/clock.js';
 import { SpilledBody, type Body } from './body.js';
 import { BudgetMemory } from './budget-memory.js';
@@ -65,8 +66,9 @@ export class Clearance {
 
   /**
    * Wait for parks, the Retry-After pause and (`holds`: holdsForState) the
-   * state's hold; true when this request is the budget's probe. 'left' when `mayLeave` and the Data Source is parked with
-   * its probe not due: the caller keeps the batch (it stays queued).
+   * state's hold; true when this request is the budget's probe. 'left' when
+   * `mayLeave` and the Data Source is parked with its probe not due: the
+   * caller keeps the batch (it stays queued).
    */
   async waitUntilClear(ds: string, ctx: DeliveryCtx, mayLeave: boolean, holds = false): Promise<boolean | 'aborted' | 'left'> {
     for (;;) {
