@@ -10,11 +10,21 @@ import { dlInput, runCli, startCli, writeConfig, writeDeadLetters } from './help
 
 const SPEC_FIELDS = ['datasource', 'reason', 'file', 'offset', 'bytes', 'at', 'status', 'line'];
 
-/** Records in a dead-letter file; a line the agent is writing at this instant is skipped. */
+/**
+ * Records in a dead-letter file; a line the agent is writing at this instant
+ * is skipped. A replay renames the file while it runs, so a file gone
+ * between a look and the read counts as absent.
+ */
 function records(file: string): Array<Record<string, unknown>> {
-  if (!existsSync(file)) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
   const out: Array<Record<string, unknown>> = [];
-  for (const l of readFileSync(file, 'utf8').split('\n')) {
+  for (const l of text.split('\n')) {
     try {
       if (l) out.push(JSON.parse(l) as Record<string, unknown>);
     } catch {
