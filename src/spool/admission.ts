@@ -70,6 +70,18 @@ export class Admission {
     return this.skip(link, linkTarget, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');
   }
 
+  /**
+   * Reached through `link`, is `p` a file whose real path lies outside
+   * spool.dir and the sources' base directories? Only follow_symlinks: any
+   * admits one; on_complete: delete never deletes it (completion.ts).
+   */
+  async linkedOutside(p: string, link: string | null): Promise<boolean> {
+    if (link === null || this.o.followSymlinks !== 'any') return false;
+    const target = await fsp.realpath(p).catch(() => null);
+    if (target === null) return false;
+    return !(await this.roots()).some((root) => target.startsWith(root));
+  }
+
   /** Real paths of spool.dir and the sources' base directories, each ending in a separator (resolved per call: they may appear later). */
   private async roots(): Promise<string[]> {
     const dirs = [this.o.spoolDir, ...this.o.sourceBases];

@@ -46,13 +46,15 @@ export interface Listed {
   ds: string;
   st: Stats | null;
   head: FileHead | null;
+  /** The symlink the path is reached through (itself, or its linked directory), if any. */
+  link?: string | null;
 }
 
 export type PathFinding =
   | { kind: 'followed'; t: FileTailer; p: string; st: Stats }
   | { kind: 'came back'; t: FileTailer; p: string; st: Stats }
   | { kind: 'resumed'; fp: Readonly<FileProgress>; resume: number; p: string; ds: string; st: Stats; head: FileHead | null }
-  | { kind: 'new'; gen: number; p: string; ds: string; st: Stats; head: FileHead }
+  | { kind: 'new'; gen: number; p: string; ds: string; st: Stats; head: FileHead; link?: string | null }
   | { kind: 'unreadable'; p: string; ds: string; code: string }
   | { kind: 'alias' | 'not a file' | 'vanished'; p: string };
 
@@ -100,6 +102,8 @@ export interface Candidate {
   p: string;
   ds: string;
   file: AdmittedFile;
+  /** The symlink it is reached through, if any. */
+  link?: string | null;
 }
 
 /** Another file at the path than the one admitted (a link flipped since): not there, for this scan. */
@@ -117,7 +121,7 @@ export async function look(c: ClassifyContext, slice: readonly Candidate[], conc
     const st = stats[i] ?? null;
     return st && needsHead(c, p, st) ? readHead(p, st.dev, st.ino) : null;
   });
-  return slice.map(({ p, ds }, i) => ({ p, ds, st: stats[i] ?? null, head: heads[i] ?? null }));
+  return slice.map(({ p, ds, link }, i) => ({ p, ds, st: stats[i] ?? null, head: heads[i] ?? null, link }));
 }
 
 /** Do the first bytes of this listed path need reading to classify it? */
@@ -208,7 +212,7 @@ async function known(c: ClassifyContext, l: Listed, st: Stats, minGen: number): 
   if (!first) return { kind: 'vanished', p };
   let gen = minGen;
   for (const fp of fps) gen = Math.max(gen, fp.meta.gen + 1);
-  return { kind: 'new', gen, p, ds, st, head: first };
+  return { kind: 'new', gen, p, ds, st, head: first, link: l.link };
 }
 
 /**

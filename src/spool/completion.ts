@@ -7,9 +7,11 @@
 // With on_complete: delete, a file fully committed (to its end as a stat
 // sees it just before: nothing unread), idle for idle_ms and superseded
 // (renamed out of the patterns, or a file created after it grows in its
-// directory) is deleted and finished. A deletion refused (the directory
-// not writable by the agent, a read-only mount) keeps the file: one WARN
-// per streak, tried again at each scan.
+// directory) is deleted and finished, unless it was found through a
+// symlink to outside spool.dir and the sources directories (follow_symlinks:
+// any; docs/spool.md): the user's own file, kept, and its link too. A
+// deletion refused (the directory not writable by the agent, a read-only
+// mount) keeps the file: one WARN per streak, tried again at each scan.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { CompletionOptions } from './options.js';
@@ -33,7 +35,9 @@ export async function collectFinished(o: CompletionOptions, tailers: Tailers, un
     const fp = store.file(t.key);
     const fullyCommitted = fp !== undefined && fp.entries.length === 0 && fp.committed >= t.readOffset && t.carriedBytes === 0;
     // Followed, or renamed away and finished (its partial last line sent whole) but still there.
-    if (o.onComplete === 'delete' && !t.deleted && (followed(t) || t.detached) && fullyCommitted && t.unreadBytes === 0) {
+    // Found through a link to outside the spool: the user's own (docs/spool.md), never deleted.
+    const ours = fp?.meta.linkedOutside !== true;
+    if (o.onComplete === 'delete' && ours && !t.deleted && (followed(t) || t.detached) && fullyCommitted && t.unreadBytes === 0) {
       const idle = o.clock.now() - quietSince(t) >= o.idleMs;
       if (idle && (await superseded(t, tailers)) && (await unchangedSinceRead(t))) {
         try {

@@ -146,7 +146,7 @@ export class Discovery {
       if (!ds) continue;
       const link = linkOf(p);
       const file = this.o.admission ? await this.o.admission.admitted(p, link) : 'unchecked';
-      if (file !== null) (link ? links : direct).push({ p, ds, file });
+      if (file !== null) (link ? links : direct).push({ p, ds, file, link });
     }
     return [...direct, ...links];
   }
@@ -265,7 +265,8 @@ export class Discovery {
     const key = fileKey(dev, ino, gen);
     const id = fingerprintOf(head.head);
     const start = this.firstScan && this.o.startAt === 'end' ? size : 0;
-    this.o.store.trackFile({ key, dev, ino, gen, fp: id.fp, fpLen: id.fpLen, path: p, ds }, start);
+    const outside = (await this.o.admission?.linkedOutside(p, f.link ?? null)) === true;
+    this.o.store.trackFile({ key, dev, ino, gen, fp: id.fp, fpLen: id.fpLen, path: p, ds, ...(outside ? { linkedOutside: true as const } : {}) }, start);
     this.known.note(key, dev, ino);
     const t = new FileTailer(key, ds, p, start, dev, ino, gen, this.o.clock.now(), this.o.maxLineBytes);
     t.sawStat(st, true, head.mtimeMs);

@@ -46,6 +46,8 @@ export interface FileMeta {
   ds: string;
   /** `path` is where it was renamed to, out of the patterns (on_complete: delete may delete it, after a restart too). */
   away?: true;
+  /** Found through a symlink to outside spool.dir and the sources directories (follow_symlinks: any): on_complete: delete never deletes it. */
+  linkedOutside?: true;
   /** The offset of a too-long line dead-lettered before its end was written: read again from there, it is not written again. */
   lettered?: number;
 }

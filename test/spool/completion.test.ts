@@ -2,12 +2,14 @@
 // committed, not modified for idle_ms, and superseded. A file idle for
 // idle_ms that got one more line, while a newer file appeared beside it,
 // was deleted by the scan that saw both, before that line was read: lost.
-import { appendFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manual-clock.js';
-import { setup } from './helpers.js';
+import { sent, setup } from './helpers.js';
+import { Admission } from '../../src/spool/admission.js';
+import type { SpoolerOptions } from '../../src/spool/options.js';
 import { Router } from '../../src/spool/routes.js';
 import type { ReadLoop } from '../../src/spool/read-loop.js';
 
@@ -18,9 +20,9 @@ const IDLE_MS = 1000;
  * acknowledges every closed batch, as the sender would. `sources`: the
  * spool.sources routes (a spooler made again on them, with its own reads).
  */
-async function deleting(events: Parameters<typeof setup>[0] = {}, sources?: (spool: string) => ConstructorParameters<typeof Router>[1]) {
+async function deleting(events: Parameters<typeof setup>[0] = {}, sources?: (spool: string) => ConstructorParameters<typeof Router>[1], more?: (spool: string) => Partial<SpoolerOptions>) {
   const clock = new ManualClock();
-  const s0 = await setup(events, { clock, idleMs: IDLE_MS, onComplete: 'delete' });
+  const s0 = await setup(events, (spool) => ({ clock, idleMs: IDLE_MS, onComplete: 'delete', ...more?.(spool) }));
   let s = s0;
   if (sources) {
     const spooler = await s0.respool(new Router(s0.spool, sources(s0.spool)));
@@ -250,6 +252,63 @@ describe('on_complete: delete and a file left out of a scan where it is', () => 
       await commitAll();
     }
     expect(existsSync(app), 'a file still at its path is not deleted').toBe(true);
+  });
+});
+
+/**
+ * A spooler deleting with spool.follow_symlinks: any, its spool's parent
+ * directory given (outside spool.dir, and beside it: logrotate's olddir).
+ */
+async function deletingThroughLinks() {
+  const d = await deleting({}, undefined, (spool) => ({
+    admission: new Admission({ spoolDir: spool, sourceBases: [], exclude: [], followSymlinks: 'any', onSkippedLink: () => undefined }),
+  }));
+  const settle = async () => {
+    await d.s.spooler.scan();
+    await d.s.readAll();
+    await d.commitAll();
+  };
+  return { ...d, settle, beside: path.dirname(d.s.spool) };
+}
+
+describe('on_complete: delete with follow_symlinks: any', () => {
+  it('never deletes a link target outside spool.dir, nor the link, when the link moves on to the next file', async () => {
+    const { clock, s, settle, beside } = await deletingThroughLinks();
+    const outside = path.join(beside, 'outside');
+    await mkdir(outside);
+    const day1 = path.join(outside, 'day-1.ndjson');
+    const day2 = path.join(outside, 'day-2.ndjson');
+    const link = path.join(s.spool, 'ev', 'current.ndjson');
+    await writeFile(day1, '{"day":1}\n');
+    await symlink(day1, link);
+    await settle();
+    // The application's link moves on to the next day's file (ln -sfn).
+    await writeFile(day2, '{"day":2}\n');
+    await rm(link);
+    await symlink(day2, link);
+    for (let i = 0; i < 3; i++) {
+      clock.advance(3 * IDLE_MS);
+      await settle();
+    }
+    expect(sent(s)).toBe('{"day":1}\n{"day":2}\n');
+    expect(existsSync(day1), "the old target, the user's own file outside spool.dir, is kept").toBe(true);
+    expect(await readlink(link)).toBe(day2);
+  });
+
+  it('still deletes a file of the spool renamed beside it (logrotate olddir), once committed', async () => {
+    const { clock, s, settle, beside } = await deletingThroughLinks();
+    const app = path.join(s.spool, 'ev', 'app.ndjson');
+    const archive = path.join(beside, 'archive');
+    await mkdir(archive);
+    await writeFile(app, '{"a":1}\n');
+    await settle();
+    await rename(app, path.join(archive, 'app.ndjson.1'));
+    for (let i = 0; i < 3; i++) {
+      clock.advance(3 * IDLE_MS);
+      await settle();
+    }
+    expect(sent(s)).toBe('{"a":1}\n');
+    expect(existsSync(path.join(archive, 'app.ndjson.1')), 'renamed out of the patterns and committed: deleted').toBe(false);
   });
 });
 
