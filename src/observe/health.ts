@@ -59,8 +59,15 @@ export class QueueReport {
     if (state === 'full' && !this.fullSaid) {
       this.fullSaid = true;
       const { by, room_bytes, reserve_bytes } = q.limit;
-      if (by === 'disk') log.warn({ event: 'queue_full', ...at, limited_by: by, room_bytes, reserve_bytes }, "retry queue full: state_dir's volume has no more room for it (it leaves reserve_bytes free for acknowledgements); reading pauses until it drains");
-      else log.warn({ event: 'queue_full', ...at, limited_by: by }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+      // Full is judged for a batch of batch.max_bytes: a volume with 3.9 MB left said "no more room" with 652 bytes queued.
+      if (by === 'disk') {
+        log.warn(
+          { event: 'queue_full', ...at, limited_by: by, room_bytes, reserve_bytes, batch_max_bytes: this.o.maxBatchBytes },
+          "retry queue full: state_dir's volume has room_bytes left beside the reserve_bytes it keeps for acknowledgements, and room_bytes is less than a batch of batch.max_bytes; a batch that does not fit waits in memory and reading pauses until the queue drains",
+        );
+      } else {
+        log.warn({ event: 'queue_full', ...at, limited_by: by }, 'retry queue full: reading pauses until it drains (the spool files hold the rest)');
+      }
     }
     else if (state === 'holding' && this.state === 'empty') log.warn({ event: 'queue_holding', ...at }, 'batches are waiting in the disk retry queue');
     else if (state === 'empty') {

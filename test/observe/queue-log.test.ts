@@ -37,4 +37,14 @@ describe('queue state log', () => {
     report.update();
     expect(logs.map((l) => l.event)).toEqual(['queue_full', 'queue_drained', 'queue_full']);
   });
+
+  it('a volume with some room, but less than a batch of batch.max_bytes: queue_full says so (the room and the batch size), not that the volume has none', () => {
+    const { logs, log } = captureLogs({ level: 'info' });
+    // 652 bytes queued, 3.9 MB of room, batches of up to 10 MB: a small batch still fits, a full one may not.
+    const q = { batches: 1, bytes: 652, diskBytes: 652, hasRoom: (n: number) => n <= 3_900_000, limit: { by: 'disk' as const, room_bytes: 3_900_000, reserve_bytes: 65536 } };
+    new QueueReport(q, { metrics: createMetrics(), log, maxBatchBytes: 10_000_000, maxQueueBytes: 1e9 }).update();
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ event: 'queue_full', limited_by: 'disk', room_bytes: 3_900_000, batch_max_bytes: 10_000_000 });
+    expect(logs[0]!.msg).toContain('room_bytes is less than a batch of batch.max_bytes');
+  });
 });
