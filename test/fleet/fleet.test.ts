@@ -132,7 +132,7 @@ describe('a fleet of agents on one Redis budget', () => {
 
   it('Redis killed mid-run: shipping goes on at the fallback budget with /readyz 200, then the agents rejoin the restarted Redis; nothing is lost', async () => {
     const { agents, expected } = await fleet(3, 2500, 20);
-    await waitFor(() => emu!.requests().length >= 80, 'the first shared-budget requests');
+    await waitFor(() => emu!.requests().length >= 80, 'the first shared-budget requests', 60_000);
 
     await redis.kill();
     for (const a of agents) await waitFor(async () => (await a.metric('spoolship_limiter_fallback')) === 1, `${a.name}: spoolship_limiter_fallback 1`);
@@ -148,7 +148,7 @@ describe('a fleet of agents on one Redis budget', () => {
       expect(await a.metric('spoolship_limiter_fallback')).toBe(1);
     }
     const atFallback = emu!.requests().length;
-    await waitFor(() => emu!.requests().length >= atFallback + 60, 'requests sent on the fallback budget');
+    await waitFor(() => emu!.requests().length >= atFallback + 60, 'requests sent on the fallback budget', 60_000);
     expect(allArrived(expected)).toBe(false);
 
     await redis.restart();
