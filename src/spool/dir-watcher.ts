@@ -21,6 +21,8 @@ export const MAX_WATCHED_DIRS = 4096;
 export class DirWatcher {
   private readonly watching = new Map<string, FSWatcher>();
   private wanted = 0;
+  /** Directories added between scans (add()); the next sync keeps those it lists. */
+  private added = 0;
   private closed = false;
 
   /** `arrived`: the path a `rename` event named (created, renamed in, or gone), else null. */
@@ -38,33 +40,49 @@ export class DirWatcher {
     let added = 0;
     const want = new Set(dirs.slice(0, MAX_WATCHED_DIRS));
     this.wanted = dirs.length;
+    this.added = 0;
     for (const [dir, w] of this.watching) {
       if (!want.has(dir)) {
         w.close();
         this.watching.delete(dir);
       }
     }
-    for (const dir of want) {
-      if (this.watching.has(dir)) continue;
-      try {
-        const w = watch(dir, { persistent: true }, (type, name) => this.onEvent(type === 'rename' && name ? path.join(dir, name) : null));
-        w.on('error', () => {
-          w.close();
-          if (this.watching.get(dir) === w) this.watching.delete(dir);
-          this.onEvent(null);
-        });
-        this.watching.set(dir, w);
-        added++;
-      } catch {
-        // Gone since the listing, or no watch left: the rescan covers it.
-      }
-    }
+    for (const dir of want) if (!this.watching.has(dir) && this.watchOne(dir)) added++;
     return added;
+  }
+
+  /**
+   * Watch a directory created since the last scan (spooler.ts looks at its
+   * files before the scan lists it), within MAX_WATCHED_DIRS; true when it
+   * is watched now. The next sync lets it go unless the scan lists it.
+   */
+  add(dir: string): boolean {
+    if (this.closed) return false;
+    if (this.watching.has(dir)) return true;
+    if (this.watching.size >= MAX_WATCHED_DIRS || !this.watchOne(dir)) return false;
+    this.added++;
+    return true;
+  }
+
+  private watchOne(dir: string): boolean {
+    try {
+      const w = watch(dir, { persistent: true }, (type, name) => this.onEvent(type === 'rename' && name ? path.join(dir, name) : null));
+      w.on('error', () => {
+        w.close();
+        if (this.watching.get(dir) === w) this.watching.delete(dir);
+        this.onEvent(null);
+      });
+      this.watching.set(dir, w);
+      return true;
+    } catch {
+      // Gone since the listing, or no watch left: the rescan covers it.
+      return false;
+    }
   }
 
   /** Every directory of the last sync is watched: the periodic rescan is only the safety net. */
   get complete(): boolean {
-    return !this.closed && this.watching.size === this.wanted;
+    return !this.closed && this.watching.size === this.wanted + this.added;
   }
 
   close(): void {

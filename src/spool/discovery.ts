@@ -118,13 +118,15 @@ export class Discovery {
    * waits for the scan). The next scan may be seconds away in a spool of
    * many files (spooler.ts SCAN_GAP_FACTOR): a file created and renamed out
    * of the patterns before it was never known, its lines lost. Only regular
-   * files: a symlink, and anything else, is the scan's.
+   * files: a symlink, and anything else, is the scan's. `links`: of the paths
+   * listed in a directory new since the scan (spooler.ts listNewDirs), those
+   * reached through a symlink, with the link.
    */
-  async lookAt(paths: Iterable<string>): Promise<void> {
+  async lookAt(paths: Iterable<string>, links?: ReadonlyMap<string, string>): Promise<void> {
     if (this.firstScan) return;
     const files: string[] = [];
     for (const p of [...paths].sort()) if (this.o.router.route(p) && (await statOrNull(p, true))?.isFile()) files.push(p);
-    const candidates = await this.admittedOf(files, (p) => this.listedDirLinks.get(path.dirname(p)) ?? null);
+    const candidates = await this.admittedOf(files, (p) => links?.get(p) ?? this.listedDirLinks.get(path.dirname(p)) ?? null);
     if (candidates.length === 0) return;
     this.openFds = this.tailers.openDescriptors;
     const ctx = this.context();

@@ -6,6 +6,8 @@
 // when dirty and reads until there is nothing to read, then waits. A path a
 // watch event says was created is looked at between scans (arrived()). All
 // timing is on the injected clock.
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import type { SeenNow, SeenStat } from '../state/store.js';
 import { after, every } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -17,6 +19,7 @@ import type { SpoolerOptions } from './options.js';
 import { ReadLoop } from './read-loop.js';
 import { Rotation } from './rotation.js';
 import { Tailers, type TailerView } from './tailers.js';
+import { listFiles } from './walk.js';
 import type { FileTailer } from './tailer.js';
 
 export type { SpoolerEvents, SpoolerOptions } from './options.js';
@@ -250,6 +253,39 @@ export class Spooler implements LongLived, SeenNow {
     this.poke();
   }
 
+  /**
+   * Directories among `arrived` (a new Data Source directory, one moved in):
+   * watched first, then listed as the scan would list them, so a file
+   * created in one and renamed away before the next scan is known too; its
+   * subdirectories are watched as they are found. One holding more than
+   * MAX_ARRIVALS files waits for the scan.
+   */
+  private async listNewDirs(arrived: readonly string[]): Promise<{ paths: string[]; links: ReadonlyMap<string, string> }> {
+    const paths: string[] = [];
+    const links = new Map<string, string>();
+    for (const dir of arrived) {
+      const depth = this.watcher ? this.depthBelow(dir) : 0;
+      if (depth <= 0 || !(await lstat(dir).catch(() => null))?.isDirectory() || !this.watcher!.add(dir)) continue;
+      const listed = await listFiles([{ dir, depth }]);
+      for (const sub of listed.dirs) this.watcher!.add(sub);
+      if (paths.length + listed.paths.length > MAX_ARRIVALS) continue;
+      paths.push(...listed.paths);
+      for (const [p, link] of listed.links) links.set(p, link);
+    }
+    return { paths, links };
+  }
+
+  /** How deep the scan lists below `dir` (walk.ts depth): 0 where it lists nothing of it. */
+  private depthBelow(dir: string): number {
+    let most = 0;
+    for (const root of this.o.router.walkRoots()) {
+      const rel = path.relative(root.dir, dir);
+      if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+      most = Math.max(most, root.depth - rel.split(path.sep).length);
+    }
+    return most;
+  }
+
   /** The periodic rescan (see SAFETY_SCAN_FACTOR). */
   private safetyPoke(): void {
     if (this.watcher?.complete && this.o.clock.now() - this.lastScanEndAt < SAFETY_SCAN_FACTOR * this.lastScanMs) return;
@@ -290,7 +326,8 @@ export class Spooler implements LongLived, SeenNow {
       } else if (this.arrivals.size > 0) {
         const paths = [...this.arrivals];
         this.arrivals.clear();
-        await this.discovery.lookAt(paths);
+        const inNew = await this.listNewDirs(paths);
+        await this.discovery.lookAt([...paths, ...inNew.paths], inNew.links);
       }
       // A round waiting for room (slow answers, a backlog) stops waiting when a scan is due: a file created meanwhile is
       // discovered (known by identity, so a rename out of the patterns before any room comes back keeps its lines).

@@ -65,6 +65,30 @@ describe('a file created between two scans', () => {
     }
   });
 
+  it('in a Data Source directory created since the last scan: followed before the next scan, and read to its end once renamed away', async () => {
+    const s = await slowScans();
+    try {
+      const dir = path.join(s.spool, 'ev2');
+      mkdirSync(dir);
+      const b = path.join(dir, 'b.ndjson');
+      writeFileSync(b, lines('b', 0, 10));
+      await waitFor(() => s.discovered.includes(b), 'ev2/b.ndjson discovered without a scan');
+      // The new directory is watched too: a second file there is found the same way.
+      const c = path.join(dir, 'c.ndjson');
+      writeFileSync(c, lines('c', 0, 2));
+      await waitFor(() => s.discovered.includes(c), 'ev2/c.ndjson discovered without a scan');
+      expect(s.scans()).toBe(1);
+      renameSync(b, `${b}.1`);
+      appendFileSync(`${b}.1`, lines('b', 10, 5));
+      s.clock.advance(5000);
+      await waitFor(() => [...s.spooler.files].some((t) => t.path === `${b}.1` && t.detached && t.readOffset === Buffer.byteLength(lines('b', 0, 15))), 'the renamed file read to its end');
+      s.batcher.closeAll();
+      expect(sent(s).split('\n').filter(Boolean).sort()).toEqual([...lines('b', 0, 15).split('\n'), ...lines('c', 0, 2).split('\n')].filter(Boolean).sort());
+    } finally {
+      await s.spooler.close();
+    }
+  });
+
   it('is followed while the reader waits for room (the server slow or down), before the next scan', async () => {
     // No room, ever: the read round waits until it is told to stop waiting.
     const room: SpoolerOptions['room'] = {
