@@ -91,16 +91,17 @@ describe('spilled bodies', () => {
   /**
    * A spool whose bodies (~55 KB each, batches of `maxBytes`) do not all fit
    * state_dir/spill: a tmpfs with room for about two; the journal and
-   * checkpoints are on the ordinary file system. Answers take 100 ms.
+   * checkpoints are on the ordinary file system. Answers take 100 ms (`o`:
+   * another latency, another max_in_flight).
    */
-  async function smallSpillDir(count: number, maxBytes: number) {
+  async function smallSpillDir(count: number, maxBytes: number, o: { latencyMs?: number; maxInFlight?: number } = {}) {
     const dir = await tempDir();
     const spill = path.join(dir, 'state', 'spill');
     mkdirSync(spill, { recursive: true });
     const unmount = mountTmpfs(spill, '150k');
     onCleanup(async () => unmount());
-    const emu = await startEmu(dir, { latencyMs: 100 });
-    const config = configFor(dir, emu, { batch: { max_bytes: maxBytes }, limits: { max_in_flight: 8 }, shutdown_timeout_ms: 3000 });
+    const emu = await startEmu(dir, { latencyMs: o.latencyMs ?? 100 });
+    const config = configFor(dir, emu, { batch: { max_bytes: maxBytes }, limits: { max_in_flight: o.maxInFlight ?? 8 }, shutdown_timeout_ms: 3000 });
     // Lines that compress to about half: hex of bytes that do not repeat.
     const lines = Array.from({ length: count }, (_, i) => JSON.stringify({ id: `f-${i}`, r: noise(120, i + 1).toString('hex') }));
     await writeLines(path.join(dir, 'spool', 'ev', 'a.ndjson'), lines);
@@ -109,7 +110,10 @@ describe('spilled bodies', () => {
 
   it('a spill that meets a full disk is the disk_full state: reported, the reader waits, and every line arrives once when answers free room', async () => {
     const maxBytes = 100_000;
-    const { dir, spill, emu, config, lines } = await smallSpillDir(12_000, maxBytes);
+    // Answers in 500 ms keep the spilled bodies' room taken for a while, and
+    // 64 in flight leave the pipeline's other bounds loose: a reader that did
+    // not wait for the spill read on through each episode (~2 MB).
+    const { dir, spill, emu, config, lines } = await smallSpillDir(12_000, maxBytes, { latencyMs: 500, maxInFlight: 64 });
     const logs: Array<Record<string, unknown>> = [];
     const { agent, stop } = await startAgent(config, { bodiesInMemoryBytes: 0, logs });
     // Every 5 ms: how much did the reader read while the agent was parked
@@ -145,8 +149,8 @@ describe('spilled bodies', () => {
     // The reader stopped: spoolship_bytes_read_total counts a chunk when its
     // read is over, so what it counted since the fault began is at most the
     // one read under way then (a read round's chunk, READ_BUFFER_BYTES, on a
-    // busy machine the spill fails while it reads), not the ~1.6 MB the
-    // pipeline's other bounds allow (max_in_flight + slack batches).
+    // busy machine the spill fails while it reads), not the ~2 MB a reader
+    // that did not wait read here.
     expect(readWhileFull).toBeLessThanOrEqual(READ_BUFFER_BYTES);
     expect(await gauge(agent, 'spoolship_parked', '{reason="disk_full"}')).toBe(0);
     await waitFor(async () => (await gauge(agent, 'spoolship_spilled_body_bytes')) === 0, 'every spilled body released');
