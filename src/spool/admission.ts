@@ -65,7 +65,7 @@ export class Admission {
     // The real path names no link; one there now (the path flipped since) is not judged: not this scan.
     const st = await fsp.lstat(target).catch(() => null);
     if (st === null || !st.isFile()) return null;
-    for (const root of await this.roots()) if (target.startsWith(root)) return identity(st);
+    if (await this.insideRoots(target)) return identity(st);
     const linkTarget = link === p ? target : await fsp.realpath(link).catch(() => target);
     return this.skip(link, linkTarget, 'its target is outside spool.dir and the sources directories (spool.follow_symlinks: inside)');
   }
@@ -78,8 +78,12 @@ export class Admission {
   async linkedOutside(p: string, link: string | null): Promise<boolean> {
     if (link === null || this.o.followSymlinks !== 'any') return false;
     const target = await fsp.realpath(p).catch(() => null);
-    if (target === null) return false;
-    return !(await this.roots()).some((root) => target.startsWith(root));
+    return target !== null && !(await this.insideRoots(target));
+  }
+
+  /** Is the real path `target` inside spool.dir or a sources base directory? */
+  private async insideRoots(target: string): Promise<boolean> {
+    return (await this.roots()).some((root) => target.startsWith(root));
   }
 
   /** Real paths of spool.dir and the sources' base directories, each ending in a separator (resolved per call: they may appear later). */

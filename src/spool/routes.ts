@@ -61,6 +61,17 @@ export class Router {
     for (const s of this.sources) for (const b of s.bases) roots.push({ dir: b.dir, depth: b.recursive ? 32 : b.depth });
     return roots;
   }
+
+  /** How deep the scan walks below `dir` (walk.ts depth): 0 where it lists nothing in it. */
+  walkDepthBelow(dir: string): number {
+    let most = 0;
+    for (const root of this.walkRoots()) {
+      const rel = path.relative(root.dir, dir);
+      if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+      most = Math.max(most, root.depth - rel.split(path.sep).length);
+    }
+    return most;
+  }
 }
 
 /** `<spool.dir>/<ds>/<name>`: a Data Source name, and a visible `.ndjson` file. */

@@ -7,7 +7,6 @@
 // watch event says was created is looked at between scans (arrived()). All
 // timing is on the injected clock.
 import { lstat } from 'node:fs/promises';
-import path from 'node:path';
 import type { SeenNow, SeenStat } from '../state/store.js';
 import { after, every } from '../util/clock.js';
 import type { LongLived } from '../util/lifecycle.js';
@@ -264,7 +263,7 @@ export class Spooler implements LongLived, SeenNow {
     const paths: string[] = [];
     const links = new Map<string, string>();
     for (const dir of arrived) {
-      const depth = this.watcher ? this.depthBelow(dir) : 0;
+      const depth = this.watcher ? this.o.router.walkDepthBelow(dir) : 0;
       if (depth <= 0 || !(await lstat(dir).catch(() => null))?.isDirectory() || !this.watcher!.add(dir)) continue;
       const listed = await listFiles([{ dir, depth }]);
       for (const sub of listed.dirs) this.watcher!.add(sub);
@@ -273,17 +272,6 @@ export class Spooler implements LongLived, SeenNow {
       for (const [p, link] of listed.links) links.set(p, link);
     }
     return { paths, links };
-  }
-
-  /** How deep the scan lists below `dir` (walk.ts depth): 0 where it lists nothing of it. */
-  private depthBelow(dir: string): number {
-    let most = 0;
-    for (const root of this.o.router.walkRoots()) {
-      const rel = path.relative(root.dir, dir);
-      if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
-      most = Math.max(most, root.depth - rel.split(path.sep).length);
-    }
-    return most;
   }
 
   /** The periodic rescan (see SAFETY_SCAN_FACTOR). */
