@@ -51,6 +51,13 @@ export interface Emulator {
   stats(): EmulatorStats;
   /** Events API requests seen (empty unless `recordRequests`). */
   requests(): EventsRequestRecord[];
+  /**
+   * Resolves once every Events request whose body had been read when it was
+   * called is recorded (or dropped by close()). Rows are stored before their
+   * request is recorded: a test that saw rows and then reads requests() or
+   * stats() awaits this first.
+   */
+  settled(): Promise<void>;
   /** The next `n` Events API requests get `fault`, ahead of the configured faults. */
   failNext(n: number, fault: FaultKind): void;
   /** Replaces the configured faults; their `every` counters restart. */
@@ -90,6 +97,18 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
     opts.onEventsRequest?.(r);
   };
+  // Requests between their body's arrival and their record (settled()).
+  const handling = new Set<Promise<void>>();
+  const arrived = (at: number): (() => void) => {
+    opts.onEventsArrival?.(at);
+    let done!: () => void;
+    const p = new Promise<void>((resolve) => (done = resolve));
+    handling.add(p);
+    return () => {
+      handling.delete(p);
+      done();
+    };
+  };
   const latency = o.latency;
   const answerDelay = latency === null ? null : () => delays.delay(pickDelayMs(latency, o.random));
   const pace =
@@ -97,7 +116,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       ? null
       : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
   const server = new EmulatorHttpServer({ tls, clientCa, maxConnections: o.maxConnections }, (connections) =>
-    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived: (at) => opts.onEventsArrival?.(at), pace, answerDelay, hashBodies }),
+    createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived, pace, answerDelay, hashBodies }),
   );
   let address;
   try {
@@ -120,6 +139,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     clusters,
     stats: () => stats.snapshot(),
     requests: () => [...records],
+    settled: async () => {
+      await Promise.all([...handling]);
+    },
     failNext: (n, fault) => faults.failNext(n, fault),
     setFaults: (list) => faults.setFaults(list),
     close: () =>

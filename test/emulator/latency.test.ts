@@ -76,6 +76,19 @@ describe('answer latency', () => {
     expect(events, 'the record carries the arrival\'s at').toEqual([`arrived ${at}`, `recorded ${at}`]);
   });
 
+  it('settled() waits for a request whose body has arrived to be recorded, not for its answer', async () => {
+    let arrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (arrived = resolve));
+    const emu = await startEmu({ latencyMs: 600_000, faults: [{ kind: 'slow', delay_ms: 200 }], recordRequests: true, onEventsArrival: () => arrived() });
+    expect(await Promise.race([emu.settled().then(() => 'settled'), new Promise((r) => setImmediate(() => r('waiting')))]), 'nothing under way').toBe('settled');
+    const pending = postEvents(emu);
+    pending.catch(() => {}); // close() drops it while it waits out its latency
+    await inFlight;
+    expect(emu.requests(), 'arrived, still being handled').toHaveLength(0);
+    await emu.settled();
+    expect(emu.requests().map((r) => r.outcome)).toEqual([200]);
+  });
+
     it('rejects a range with MIN above MAX', async () => {
     await expect(startEmulator({ listen: '127.0.0.1:0', latencyMs: { minMs: 5, maxMs: 2 } })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });
     await expect(startEmulator({ listen: '127.0.0.1:0', uploadBytesPerSec: 0 })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });

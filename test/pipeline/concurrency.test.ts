@@ -42,6 +42,8 @@ describe('adaptive concurrency (max_in_flight: auto)', () => {
       'every line',
       60_000,
     );
+    // The spans are the records: the last one may come just after its rows.
+    await emu.settled();
     const metrics = await (await fetch(`${agent.adminUrl}/metrics`)).text();
     const limit = Number(/^spoolship_in_flight_limit (\d+)/m.exec(metrics)?.[1]);
     // Requests that overlapped at the emulator (arrival to answer).

@@ -85,7 +85,7 @@ describe('delivery', () => {
     await writeLines(path.join(dir, 'spool', 'bulk', 'a.ndjson'), bulk);
     const { stop } = await startAgent(config);
     await waitForRows(emu, dir, 'bulk', bulk, 'the whole backlog', { timeoutMs: 20_000 });
-    // The emulator records a request once it has answered, just after storing its rows.
+    // The emulator records a request just after storing its rows.
     const bulkRequests = () => emu.requests().filter((r) => r.name === 'bulk').length;
     const expectedRequests = Math.ceil(Buffer.byteLength(bulk.join('\n') + '\n') / 50_000);
     await waitFor(() => bulkRequests() === expectedRequests, `${expectedRequests} bulk requests`);

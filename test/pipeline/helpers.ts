@@ -127,14 +127,19 @@ export function rows(emu: Emulator, dir: string, ds: string): string[] {
 export async function waitForRows(emu: Emulator, dir: string, ds: string, expected: readonly string[], what: string, opts: { timeoutMs?: number; duplicates?: 'allow' } = {}): Promise<string[]> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const deadline = Date.now() + timeoutMs;
+  const answers = async (): Promise<string> => {
+    // The rows read may be ahead of the records of their requests.
+    await emu.settled();
+    return answersByStatus(emu.requests(), ds);
+  };
   for (;;) {
     const got = rows(emu, dir, ds);
     const quarantined = emu.stats().quarantined[ds] ?? 0;
     const seen = { ...compareRows(got, expected), quarantined, sampleQuarantined: quarantined > 0 ? quarantineSample(path.join(dir, 'emu'), ds) : [] };
     const wrong = impossible(seen, opts.duplicates === 'allow');
-    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, answersByStatus(emu.requests(), ds))}`);
+    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, await answers())}`);
     if (seen.missing === 0) return got;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, answersByStatus(emu.requests(), ds))}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, await answers())}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -191,6 +191,11 @@ export async function waitForDelivery(
 ): Promise<DeliveryCheck> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const deadline = Date.now() + timeoutMs;
+  const answers = async (): Promise<string> => {
+    // The rows read may be ahead of the records of their requests.
+    await t.emu.settled();
+    return answersByStatus(t.records, ds);
+  };
   for (;;) {
     const c = await checkDelivery(t, ds, prefix, count, opts.lineBytes);
     const quarantined = t.emu.stats().quarantined[ds] ?? 0;
@@ -207,9 +212,9 @@ export async function waitForDelivery(
       sampleQuarantined: quarantined > 0 ? quarantineSample(t.dataDir, ds) : [],
     };
     const wrong = impossible(seen, opts.duplicates === 'allow');
-    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, answersByStatus(t.records, ds))}`);
+    if (wrong) throw new Error(`${what}: ${wrong}\n  ${describeDelivery(seen, await answers())}`);
     if (c.missing === 0) return c;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, answersByStatus(t.records, ds))}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n  ${describeDelivery(seen, await answers())}`);
     await new Promise((r) => setTimeout(r, opts.everyMs ?? 100));
   }
 }

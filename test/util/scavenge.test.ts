@@ -130,7 +130,7 @@ describe('scavenger', () => {
       },
     });
     const accepted = () => emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
-    // The emulator records a request once its answer is out, after storing its rows.
+    // The emulator records a request just after storing its rows.
     await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows at the emulator');
     await waitFor(() => accepted().length === dropped.length, 'every request recorded');
     const bodies = accepted();
@@ -151,6 +151,8 @@ describe('scavenger', () => {
     await startAgent(config, { bodiesInMemoryBytes: 0, bodyDrops: { dropped: (b, how) => (by[how] += b) } });
     const sum = (rs: Array<{ bodyBytes: number }>) => rs.reduce((n, r) => n + r.bodyBytes, 0);
     await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows');
+    // Every request recorded first: records short of the last one could match reports short of it.
+    await emu.settled();
     await waitFor(() => by.sent === sum(emu.requests()), 'every request reported');
     const accepted = emu.requests().filter((r) => r.outcome === 202 || r.outcome === 200);
     expect(emu.requests().length).toBeGreaterThan(accepted.length);
@@ -166,6 +168,7 @@ describe('scavenger', () => {
     const dropped: number[] = [];
     await startAgent(config, { bodyDrops: { dropped: (b) => dropped.push(b) } });
     await waitForRows(emu, dir, 'ev', lines, 'all 2,000 rows at the emulator');
+    await emu.settled();
     expect(emu.requests().length).toBeGreaterThan(5);
     expect(dropped).toEqual([]);
   });

@@ -30,8 +30,11 @@ export interface DispatchDeps {
   stats: StatsCollector;
   now: () => number;
   record(record: EventsRequestRecord): void;
-  /** An Events request's body was read; it is being handled (onEventsArrival). */
-  arrived(at: number): void;
+  /**
+   * An Events request's body was read; it is being handled (onEventsArrival).
+   * Call the returned function once it is recorded, or dropped by close().
+   */
+  arrived(at: number): () => void;
   /** Body read pacing (`uploadBytesPerSec`), or null. */
   pace: UploadPace | null;
   /** Waits out one answer's latency (rejects with EmulatorClosedError on close), or null for none. */
@@ -73,36 +76,42 @@ async function handleEvents(deps: DispatchDeps, req: AnyRequest, res: AnyRespons
   let result = deps.events.admit(head);
   let wireBytes = 0;
   let bodySha1: string | null = null;
-  if (result === null) {
-    let read;
-    try {
-      read = await readBody(req, wireLimit(req.headers['content-encoding'], deps.maxBodyBytes), (n) => deps.stats.addBytesIn(n), deps.pace);
-    } catch {
-      return; // the client went away mid-body: nothing to answer
+  let recorded = (): void => {};
+  let outcome: EventsOutcome;
+  try {
+    if (result === null) {
+      let read;
+      try {
+        read = await readBody(req, wireLimit(req.headers['content-encoding'], deps.maxBodyBytes), (n) => deps.stats.addBytesIn(n), deps.pace);
+      } catch {
+        return; // the client went away mid-body: nothing to answer
+      }
+      wireBytes = read.wireBytes;
+      if (deps.hashBodies) bodySha1 = sha1(read.body);
+      // From here on the request is answered and recorded whatever the client does.
+      recorded = deps.arrived(atMs);
+      result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
+      if (result === null) return;
     }
-    wireBytes = read.wireBytes;
-    if (deps.hashBodies) bodySha1 = sha1(read.body);
-    // From here on the request is answered and recorded whatever the client does.
-    deps.arrived(atMs);
-    result = await runEvents(deps, { ...head, body: read.body, bodyOverflow: read.overflow });
-    if (result === null) return;
+    outcome = result.outcome;
+    const label = outcome.kind === 'respond' ? outcome.response.status : outcome.kind;
+    deps.stats.countRequest(label);
+    deps.record({
+      at: atMs,
+      name: url.searchParams.get('name'),
+      wait: url.searchParams.get('wait'),
+      authorization: req.headers.authorization,
+      contentEncoding: req.headers['content-encoding'],
+      bodyBytes: wireBytes,
+      decodedBytes: result.decodedBytes,
+      bodySha1,
+      decodedSha1: result.decodedSha1 ?? null,
+      outcome: label,
+      httpVersion: head.httpVersion,
+    });
+  } finally {
+    recorded();
   }
-  const outcome = result.outcome;
-  const label = outcome.kind === 'respond' ? outcome.response.status : outcome.kind;
-  deps.stats.countRequest(label);
-  deps.record({
-    at: atMs,
-    name: url.searchParams.get('name'),
-    wait: url.searchParams.get('wait'),
-    authorization: req.headers.authorization,
-    contentEncoding: req.headers['content-encoding'],
-    bodyBytes: wireBytes,
-    decodedBytes: result.decodedBytes,
-    bodySha1,
-    decodedSha1: result.decodedSha1 ?? null,
-    outcome: label,
-    httpVersion: head.httpVersion,
-  });
   if (outcome.kind !== 'hang' && !(await waitLatency(deps))) return;
   carryOut(deps, req, res, outcome);
 }
