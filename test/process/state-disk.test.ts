@@ -13,6 +13,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   checkDelivery,
   getJson,
+  LINE_BYTES,
   lines,
   metric,
   onCleanup,
@@ -128,8 +129,15 @@ async function readyz(admin: string): Promise<{ status: number; body: { ready: b
   return (await getJson(`${admin}/readyz`)) as { status: number; body: { ready: boolean; reasons: string[] } };
 }
 
-/** The reason is reported while the fault lasts; with `stops`, new lines are not shipped either (nothing can be recorded). */
-async function expectStalled(s: Setup, reason: string, stops: boolean): Promise<void> {
+/**
+ * The reason is reported while the fault lasts. With `stops`, lines are read
+ * but not shipped (no intent can be recorded): returns the time from which
+ * nothing was in flight, once every line written by then was read and more
+ * were seen coming; the caller proves with `expectNothingSentBetween`, from
+ * the emulator's arrival times, that no request went out from then until the
+ * fault ended.
+ */
+async function expectStalled(s: Setup, reason: string, stops: boolean): Promise<number> {
   const r = await waitFor(async () => {
     const x = await readyz(s.admin);
     return x.status === 503 && x.body.reasons.includes(reason) ? x : null;
@@ -138,17 +146,34 @@ async function expectStalled(s: Setup, reason: string, stops: boolean): Promise<
   });
   expect(r!.body).toEqual({ ready: false, reasons: [reason] });
   expect(await metric(s.admin, 'spoolship_parked', `reason="${reason}"`)).toBe(1);
-  if (!stops) return;
+  if (!stops) return Date.now();
   expect(s.p.logs.some((l) => l.event === 'state_fault' && l.fault === reason)).toBe(true);
-  // Requests already under way finish; after that nothing new is sent (no
-  // intent can be recorded), however much is written. A negative: observed
-  // over a fixed window.
+  // Requests already under way finish; after that nothing new is sent, however much is written.
   await waitFor(async () => ((await getJson(`${s.admin}/status`)).body as { in_flight: number }).in_flight === 0, 'requests in flight to finish');
-  const before = s.t.emu.stats().rows.ev ?? 0;
+  await s.t.emu.settled();
+  const stalledAt = Date.now();
+  // A request from here on fails the waits below at once.
+  const unsent = (ok: boolean): boolean => {
+    const sent = s.t.records.filter((x) => x.at >= stalledAt);
+    if (sent.length > 0) throw new Error(`${sent.length} request(s) sent while the state could not record them: ${sent.map((x) => x.outcome).join(', ')}`);
+    return ok;
+  };
+  // Every line written so far is read: its batches wait for intents that cannot be recorded.
+  await waitFor(async () => unsent((await metric(s.admin, 'spoolship_lines_read_total', 'datasource="ev"')) >= s.written), 'every line written read', 15_000);
+  // More lines come, and the agent sees them (reading waits while the batches do).
+  const behind = await metric(s.admin, 'spoolship_behind_bytes');
   s.write(1000);
-  await new Promise((r2) => setTimeout(r2, 1500));
-  expect((s.t.emu.stats().rows.ev ?? 0) - before, 'no new lines shipped while the state cannot be recorded').toBe(0);
+  await waitFor(async () => unsent((await metric(s.admin, 'spoolship_behind_bytes')) >= behind + 1000 * LINE_BYTES), 'the new lines counted behind', 15_000);
+  expect(((await getJson(`${s.admin}/status`)).body as { in_flight: number }).in_flight).toBe(0);
   expect((await readyz(s.admin)).status).toBe(503);
+  return stalledAt;
+}
+
+/** No Events request arrived from `from` until `until` (the emulator's arrival times). */
+async function expectNothingSentBetween(s: Setup, from: number, until: number): Promise<void> {
+  await s.t.emu.settled();
+  const during = s.t.records.filter((r) => r.at >= from && r.at < until);
+  expect(during.map((r) => r.outcome), 'no request while the state could not record it').toEqual([]);
 }
 
 async function expectResumed(s: Setup, reason: string): Promise<void> {
@@ -171,9 +196,11 @@ describe('state_dir faults (process)', () => {
     const filler = path.join(s.stateDir, 'filler');
     fill(filler);
     s.write(3000); // batches whose intents cannot be recorded
-    await expectStalled(s, 'disk_full', true);
+    const stalledAt = await expectStalled(s, 'disk_full', true);
+    const freedAt = Date.now();
     rmSync(filler);
     await expectResumed(s, 'disk_full');
+    await expectNothingSentBetween(s, stalledAt, freedAt);
     expect(s.p.logs.some((l) => l.event === 'state_fault_cleared')).toBe(true);
   });
 
