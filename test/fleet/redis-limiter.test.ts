@@ -219,23 +219,20 @@ describe('shared request budget over Redis', () => {
     expect(Number(await redis.command('PTTL', `${budgetKey(id)}:pause`))).toBeLessThanOrEqual(901_000);
   });
 
-  it('close() returns at once while a request waits for a slot inside a long pause', async () => {
+  it('close() returns, and ends a request waiting for a slot, inside a 10-minute pause', async () => {
     const id = uniqueId('closing');
     const p = await limiter(id);
-    p.limiter.pause(5000);
+    p.limiter.pause(600_000);
     await waitFor(async () => (await redis.command('EXISTS', `${budgetKey(id)}:pause`)) === '1', 'the pause key');
-    let granted = false;
     const waiting = p.limiter.acquire().then(
-      () => (granted = true),
-      () => (granted = true),
+      () => 'granted',
+      () => 'rejected',
     );
     await new Promise((r) => setImmediate(r));
-    const t = Date.now();
+    // Waiting the pause out would time the test out.
     await p.limiter.close();
     open.splice(open.indexOf(p.limiter), 1);
-    expect(Date.now() - t).toBeLessThan(4000);
-    await Promise.race([waiting, new Promise((r) => setTimeout(r, 4000))]);
-    expect(granted).toBe(true);
+    expect(['granted', 'rejected']).toContain(await waiting);
   });
 
   it('a budget lost while idle flips the gauge without waiting for a request', async () => {
