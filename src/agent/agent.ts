@@ -149,6 +149,9 @@ export class Agent {
   private dirWatch: StateDirWatch | null = null;
   private readonly layout: LayoutReporter;
   private fatalSeen = false;
+  /** Resolves at the first fatal error: a start waiting for the first scan ends then. */
+  private raiseFatal!: () => void;
+  private readonly fatalRaised = new Promise<void>((resolve) => (this.raiseFatal = resolve));
   /** destroy() or a failed start: the parts are being destroyed. */
   private destroying = false;
   /** What the start brought up, released last first when it fails part-way. */
@@ -274,11 +277,13 @@ export class Agent {
       // start_at: end takes each file's end in the first scan: `started`, and
       // /readyz ready, come after it, so a line written once the agent says
       // it has started is shipped (docs/spool.md). A stop meanwhile ends the
-      // wait (then the stop's own drain and state write).
+      // wait (then the stop's own drain and state write), and so does a
+      // fatal error (the daemon destroys the agent): not `started` then.
       if (this.spooler.startsAtEnd) {
         this.firstScanPending = true;
-        await untilEither(this.spooler.firstScanEnded, deps.startSignal);
+        await untilEither(Promise.race([this.spooler.firstScanEnded, this.fatalRaised]), deps.startSignal);
         this.firstScanPending = false;
+        if (this.fatalSeen) return;
       }
       const pool = threadpoolReport(this.threads, process.env);
       if (pool.small) deps.log.warn({ event: 'threadpool_small', ...pool.fields, wanted: pool.wanted }, pool.small);
@@ -629,6 +634,7 @@ export class Agent {
     // stop out of time destroying its parts) ends in errors of its own.
     if (this.fatalSeen || this.destroying || err instanceof DestroyedError) return;
     this.fatalSeen = true;
+    this.raiseFatal();
     const loss = err instanceof StateDirLostError ? { what: err.loss.what, how: err.loss.how, path: err.loss.path } : {};
     this.deps.log.error({ event: err instanceof StateDirLostError ? 'state_dir_lost' : 'fatal', ...loss, err: err instanceof Error ? err.stack : String(err) }, err instanceof Error ? err.message : 'fatal error');
     (this.deps.onFatal ?? ((e) => { throw e; }))(err);
