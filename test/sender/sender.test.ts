@@ -11,9 +11,11 @@ describe('Sender: README "How each server answer is handled" answers against the
     await settle(() => h.clock.waiting > 0, 'the sender to wait after the 429');
     expect(h.clock.nextWakeInMs()).toBe(7000);
     const other = h.sender.deliver(await h.batch('second', lines('b', 5)));
+    // The other Data Source waits too: on the clock, for the pause's end, and nothing wakes before it.
+    await settle(() => h.clock.waiting > 1, 'the other Data Source to wait for the pause');
     h.clock.advance(6999);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(h.sent).toHaveLength(1); // the other Data Source waits too
+    expect(h.clock.nextWakeInMs()).toBe(1);
+    expect(h.sent).toHaveLength(1);
     h.clock.advance(1);
     expect(await done).toBe('done');
     expect(await other).toBe('done');
