@@ -2,6 +2,7 @@
 // pacing), so close() can cancel them: a pending delay rejects with
 // EmulatorClosedError and its request is dropped instead of touching a closed
 // store or keeping the process alive.
+import { systemClock, type Clock } from '../util/clock.js';
 import type { LatencyRange } from './types.js';
 
 export class EmulatorClosedError extends Error {
@@ -11,11 +12,6 @@ export class EmulatorClosedError extends Error {
   }
 }
 
-interface Pending {
-  timer: NodeJS.Timeout;
-  reject: (err: Error) => void;
-}
-
 /** A delay in [minMs, maxMs], uniformly (one draw of `random`, in [0, 1)). */
 export function pickDelayMs(range: LatencyRange, random: () => number): number {
   if (range.minMs === range.maxMs) return range.minMs;
@@ -23,29 +19,25 @@ export function pickDelayMs(range: LatencyRange, random: () => number): number {
 }
 
 export class Delays {
-  readonly #pending = new Set<Pending>();
+  readonly #pending = new Set<AbortController>();
   #closed = false;
+
+  /** `clock`: real time unless a test injects its own (EmulatorOptions.timers). */
+  constructor(private readonly clock: Clock = systemClock) {}
 
   delay(delayMs: number): Promise<void> {
     if (this.#closed) return Promise.reject(new EmulatorClosedError());
-    return new Promise((resolve, reject) => {
-      const entry: Pending = {
-        timer: setTimeout(() => {
-          this.#pending.delete(entry);
-          resolve();
-        }, delayMs),
-        reject,
-      };
-      this.#pending.add(entry);
+    const ac = new AbortController();
+    this.#pending.add(ac);
+    return this.clock.sleep(delayMs, ac.signal).then(() => {
+      this.#pending.delete(ac);
+      if (ac.signal.aborted) throw new EmulatorClosedError();
     });
   }
 
   close(): void {
     this.#closed = true;
-    for (const entry of this.#pending) {
-      clearTimeout(entry.timer);
-      entry.reject(new EmulatorClosedError());
-    }
+    for (const ac of this.#pending) ac.abort();
     this.#pending.clear();
   }
 }

@@ -71,7 +71,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const tls: TlsMaterial | null = o.tls ? await makeSelfSignedCert(o.dataDir, o.opensslPath) : null;
   const stats = new StatsCollector(o.now);
   const faults = new FaultPicker(o.faults, o.random);
-  const delays = new Delays();
+  const delays = new Delays(opts.timers);
   const store = createRowStore(o.dataDir);
   const clusters = createClusterApi({ org: o.org, adminToken: o.adminToken, foreignToken: o.foreignToken, replicaDelayMs: o.replicaDelayMs, now: o.now });
   // Only tests look at the records: hashing every body costs the emulator ~2 ms per MB otherwise.
@@ -114,7 +114,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const pace =
     o.uploadBytesPerSec === null
       ? null
-      : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => performance.now() };
+      : { bytesPerSec: o.uploadBytesPerSec, delay: (ms: number) => delays.delay(ms), nowMs: () => (opts.timers ? opts.timers.now() : performance.now()) };
   const server = new EmulatorHttpServer({ tls, clientCa, maxConnections: o.maxConnections }, (connections) =>
     createDispatcher({ connections, maxBodyBytes: o.maxBodyBytes, events, clusters, stats, now: o.now, record, arrived, pace, answerDelay, hashBodies }),
   );

@@ -1,6 +1,7 @@
 // Seams of the emulator (docs/emulator.md). The HTTP layer (server.ts) turns
 // HTTP/1.1 and HTTP/2 requests into EmuRequest values and hands them to the
 // Events API and cluster API handlers, which answer with EmuResponse values.
+import type { Clock } from '../util/clock.js';
 
 /** Fault selectors: `p` (probability per request) or `every` (every Nth matching request), optional `datasource`. */
 export interface FaultSelector {
@@ -144,6 +145,11 @@ export interface EmulatorOptions {
   latencyMs?: number | LatencyRange;
   /** Request bodies are read at most this fast (bytes per second). Default unlimited. */
   uploadBytesPerSec?: number;
+  /**
+   * The clock that answer latency, `slow` faults and upload pacing wait on
+   * (default: real time; tests pass a manual one and advance it).
+   */
+  timers?: Clock;
   /** Called once per Events API request when its outcome is known (a hang: when it starts hanging). */
   onEventsRequest?: (record: EventsRequestRecord) => void;
   /**
