@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.js';
 import type { EventsRequestRecord } from '../../src/emulator/types.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { ndjson, newAgent, onCleanup, postEvents, readStored, scriptedRandom, startEmu, tempDir } from './helpers.js';
+import { ndjson, newAgent, nextWait, onCleanup, postEvents, readStored, scriptedRandom, startEmu, tempDir } from './helpers.js';
 
 describe('fault kinds', () => {
   it('status with every: every 3rd request gets 503, with retry_after for 429', async () => {
@@ -88,8 +88,7 @@ describe('fault kinds', () => {
     const clock = new ManualClock();
     const emu = await startEmu({ faults: [{ kind: 'slow', delay_ms: 60, datasource: 'slow' }], timers: clock });
     const pending = postEvents(emu, { name: 'slow', body: ndjson(2) });
-    while (clock.waiting === 0) await new Promise((r) => setTimeout(r, 1));
-    expect(clock.nextWakeInMs()).toBe(60);
+    expect(await nextWait(clock)).toBe(60);
     expect(emu.stats().rows, 'nothing stored while it waits').toEqual({});
     clock.advance(60);
     const res = await pending;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+import type { ManualClock } from '../support/manual-clock.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 
@@ -27,6 +28,12 @@ export async function startEmu(opts: EmulatorOptions = {}): Promise<Emulator> {
   const emu = await startEmulator({ listen: '127.0.0.1:0', ...opts });
   onCleanup(() => emu.close());
   return emu;
+}
+
+/** Waits until the emulator waits on `clock` (its `timers`), and returns how long that wait is. */
+export async function nextWait(clock: ManualClock): Promise<number> {
+  while (clock.waiting === 0) await new Promise((r) => setTimeout(r, 1));
+  return clock.nextWakeInMs()!;
 }
 
 export interface FakeClock {

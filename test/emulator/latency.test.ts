@@ -5,13 +5,7 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.js';
 import { ManualClock } from '../support/manual-clock.js';
-import { ndjson, postEvents, readStored, scriptedRandom, startEmu, tempDir } from './helpers.js';
-
-/** Waits until the emulator waits on `clock`, and returns how long that wait is. */
-async function nextWait(clock: ManualClock): Promise<number> {
-  while (clock.waiting === 0) await new Promise((r) => setTimeout(r, 1));
-  return clock.nextWakeInMs()!;
-}
+import { ndjson, nextWait, postEvents, readStored, scriptedRandom, startEmu, tempDir } from './helpers.js';
 
 /** Advances `clock` through every wait until `pending` settles; returns the time advanced. */
 async function advanceUntil(clock: ManualClock, pending: Promise<unknown>): Promise<number> {
@@ -121,7 +115,7 @@ describe('answer latency', () => {
     expect(await nextWait(clock), 'the answer waits out its latency').toBe(600_000);
   });
 
-    it('rejects a range with MIN above MAX', async () => {
+  it('rejects a range with MIN above MAX', async () => {
     await expect(startEmulator({ listen: '127.0.0.1:0', latencyMs: { minMs: 5, maxMs: 2 } })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });
     await expect(startEmulator({ listen: '127.0.0.1:0', uploadBytesPerSec: 0 })).rejects.toMatchObject({ code: 'SPOOLSHIP_ERR_EMULATOR_OPTIONS' });
   });
